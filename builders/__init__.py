@@ -1,0 +1,1 @@
+"""histbench builders: one sub-package per benchmark, plus `core`."""

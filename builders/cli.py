@@ -1,0 +1,167 @@
+"""The `histbench` command: build, validate, push, eval, report, demo.
+
+Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
+(histbench.eval.<name>); this module only wires them into argparse. Any
+`HistbenchError` is printed as one line (plus its detail lines, if any) and the exit
+status is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from histbench.builders.core.errors import HistbenchError, UsageError
+
+EXIT_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _add_build(subparsers, builders) -> None:
+    build = subparsers.add_parser(
+        "build", help="build a benchmark dataset from raw source files",
+        description="Build a benchmark from your raw files into build/<benchmark>-<version>/.",
+    )
+    per_benchmark = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
+    for name, builder in builders.items():
+        manifest = builder.manifest()
+        parser = per_benchmark.add_parser(name, help=builder.title, description=f"Build {builder.title}.")
+        group = parser.add_argument_group(f"raw inputs (see sources/{name}/manifest.yaml)")
+        for spec in manifest.inputs.values():
+            text = spec.description
+            if spec.formats:
+                text += f" [{', '.join('.' + f if f else 'no extension' for f in spec.formats)}]"
+            if spec.obtain:
+                text += f"; obtain: {spec.obtain}"
+            group.add_argument(
+                spec.option, dest=f"input_{spec.role}", nargs="+" if spec.multiple else None,
+                metavar="DIR" if spec.kind == "directory" else "FILE", help=text,
+            )
+        parser.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
+        parser.add_argument("--seed", type=int, default=0, help="seed for every random choice (default: 0)")
+        parser.add_argument(
+            "--allow-checksum-mismatch", action="store_true",
+            help="accept input files whose sha256 matches no known release (recorded in histbench.json)",
+        )
+        builder.add_arguments(parser)
+        parser.set_defaults(func=_run_build, builder=builder, input_roles=list(manifest.inputs))
+
+
+def _run_build(args) -> None:
+    from histbench.builders.core.build import run_build
+
+    builder = args.builder
+    given = {role: getattr(args, f"input_{role}") for role in args.input_roles}
+    out = run_build(
+        builder, given, options=builder.options_from_args(args), out_root=args.out, seed=args.seed,
+        allow_checksum_mismatch=args.allow_checksum_mismatch,
+    )
+    print(out)
+
+
+def _run_validate(args) -> None:
+    from histbench.builders.core.validate import validate_build
+
+    result = validate_build(args.path, revision=args.revision)
+    rows = sum(sum(splits.values()) for splits in result["rows"].values())
+    print(f"ok: {result['benchmark']} {result['version']} at {result['path']} ({rows:,} rows, every file and row checked)")
+
+
+def _run_push(args) -> None:
+    from histbench.builders.core.hub import push_build
+
+    result = push_build(args.path, args.repo_id, private=args.private, dry_run=args.dry_run)
+    print(result.describe() if args.dry_run else f"uploaded: {result}")
+
+
+def _run_demo(args) -> None:
+    from histbench.builders.demo import run_demo
+
+    index = run_demo(out_root=args.out, only=args.only)
+    print(index)
+
+
+def _evaluator_parsers(subparsers, evaluators) -> None:
+    eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
+    per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
+    report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
+    per_report = report_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
+    for name, evaluator in evaluators.items():
+        parser = per_eval.add_parser(name, help=f"evaluate on {name}")
+        evaluator.add_eval_arguments(parser)
+        parser.set_defaults(func=lambda a, e=evaluator: e.run_eval(a))
+        parser = per_report.add_parser(name, help=f"report {name} runs")
+        evaluator.add_report_arguments(parser)
+        parser.set_defaults(func=lambda a, e=evaluator: e.run_report(a))
+    for evaluator in evaluators.values():
+        evaluator.add_commands(subparsers)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from histbench.builders.core.build import discover_builders
+    from histbench.builders.core.writer import histbench_version
+    from histbench.eval.plugin import discover_evaluators
+
+    builders = discover_builders()
+    evaluators = discover_evaluators(builders)
+    parser = _Parser(
+        prog="histbench",
+        description="Rebuild published benchmarks about the past from your licensed raw files, "
+        "and score language models on them as the papers did.",
+    )
+    parser.add_argument("--version", action="version", version=f"histbench {histbench_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
+    _add_build(subparsers, builders)
+
+    validate = subparsers.add_parser("validate", help="check a built folder (or Hub dataset) against its histbench.json")
+    validate.add_argument("path", help="build/<benchmark>-<version> or a Hub dataset id ORG/NAME")
+    validate.add_argument("--revision", help="Hub revision (tag, branch or commit) when PATH is a Hub id")
+    validate.set_defaults(func=_run_validate)
+
+    push = subparsers.add_parser("push", help="upload a built folder to the Hugging Face Hub and tag its version")
+    push.add_argument("path", type=Path, help="build/<benchmark>-<version>")
+    push.add_argument("--repo-id", required=True, help="dataset repository ORG/NAME")
+    push.add_argument("--private", action="store_true", help="create the repository as private")
+    push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; upload nothing")
+    push.set_defaults(func=_run_push)
+
+    _evaluator_parsers(subparsers, evaluators)
+
+    demo = subparsers.add_parser(
+        "demo", help="build every benchmark from its bundled sample, check it, run baselines, write build/report/"
+    )
+    demo.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
+    demo.add_argument("--only", nargs="+", metavar="BENCHMARK", help="limit the demo to these benchmarks")
+    demo.set_defaults(func=_run_demo)
+    return parser
+
+
+def _print_error(error: HistbenchError) -> None:
+    print(f"histbench: error: {error}", file=sys.stderr)
+    for line in error.details:
+        print(f"  - {line}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = make_parser()
+        args = parser.parse_args(argv)
+        args.func(args)
+    except HistbenchError as error:
+        _print_error(error)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("histbench: interrupted (completed work is kept; rerun to resume)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The builder interface every benchmark implements, and the build driver.
+
+A benchmark lives in `builders/<name>/` and exposes `BUILDER`, an instance of a
+`BenchmarkBuilder` subclass. The driver resolves the raw inputs against the benchmark's
+source manifest, calls `build(ctx)` and hands the records to the writer::
+
+    raw files -> resolve_inputs (exists, format, sha256) -> builder.build(ctx) -> BuildOutput
+              -> write_build (schema check, parquet, card, histbench.json, atomic rename)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from .errors import BuildError, UsageError
+from .manifest import InputFile, SourceManifest, resolve_inputs
+from .progress import log
+from .resources import Resources
+from .writer import BuildOutput, utc_now, write_build
+
+DEFAULT_OUT = Path("build")
+
+
+@dataclass
+class BuildContext:
+    """What a builder gets: resolved inputs (role -> files), options (incl. `seed`)."""
+
+    benchmark: str
+    inputs: dict[str, list[InputFile]]
+    options: dict
+    resources: Resources
+    manifest: SourceManifest
+    extra_manifest: dict = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return int(self.options.get("seed", 0))
+
+    def paths(self, role: str) -> list[Path]:
+        return [f.path for f in self.inputs.get(role, [])]
+
+    def path(self, role: str) -> Path | None:
+        paths = self.paths(role)
+        return paths[0] if paths else None
+
+    def source_file(self, *parts: str) -> Path:
+        """A file shipped in sources/<benchmark>/ (registries, prompt templates)."""
+        return self.resources.source_dir(self.benchmark).joinpath(*parts)
+
+    def log(self, message: str) -> None:
+        log(f"[{self.benchmark}] {message}")
+
+
+class BenchmarkBuilder(ABC):
+    """Subclass per benchmark; set the class attributes and implement `build`."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    title: ClassVar[str]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Build options beyond the input roles (which come from the manifest)."""
+
+    def options_from_args(self, args: argparse.Namespace) -> dict:
+        """The options dict passed to `build` from parsed CLI arguments."""
+        return {}
+
+    def demo_options(self) -> dict:
+        """Options used by `histbench demo` when building the bundled sample."""
+        return {}
+
+    @abstractmethod
+    def build(self, ctx: BuildContext) -> BuildOutput:
+        """Turn resolved inputs into records per config and split."""
+
+    def manifest(self, resources: Resources | None = None) -> SourceManifest:
+        return SourceManifest.load(self.name, resources)
+
+    def output_dir(self, out_root: Path) -> Path:
+        return Path(out_root) / f"{self.name}-{self.version}"
+
+
+def run_build(
+    builder: BenchmarkBuilder,
+    given: dict,
+    *,
+    options: dict | None = None,
+    out_root: Path = DEFAULT_OUT,
+    seed: int = 0,
+    allow_checksum_mismatch: bool = False,
+    resources: Resources | None = None,
+) -> Path:
+    """Resolve inputs, build, check and write; returns the output folder."""
+    resources = resources or Resources.default()
+    started = utc_now()
+    manifest = builder.manifest(resources)
+    inputs = resolve_inputs(manifest, given, allow_checksum_mismatch=allow_checksum_mismatch)
+    options = {"seed": seed, **(options or {})}
+    options["allow_checksum_mismatch"] = allow_checksum_mismatch
+    ctx = BuildContext(builder.name, inputs, options, resources, manifest)
+    ctx.log(f"building {builder.name} {builder.version} from {sum(len(v) for v in inputs.values())} input(s)")
+    output = builder.build(ctx)
+    if not isinstance(output, BuildOutput):
+        raise BuildError(f"{builder.name}: build() must return a BuildOutput")
+    return write_build(
+        benchmark=builder.name,
+        version=builder.version,
+        output=output,
+        inputs=inputs,
+        options=options,
+        out_dir=builder.output_dir(out_root),
+        resources=resources,
+        started=started,
+        extra_manifest=ctx.extra_manifest,
+    )
+
+
+def discover_builders() -> dict[str, BenchmarkBuilder]:
+    """Every benchmark package under histbench.builders that defines BUILDER, by name."""
+    import histbench.builders as root
+
+    found: dict[str, BenchmarkBuilder] = {}
+    for module in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
+        if not module.ispkg or module.name == "core" or module.name.startswith("_"):
+            continue
+        package = importlib.import_module(f"histbench.builders.{module.name}")
+        builder = getattr(package, "BUILDER", None)
+        if builder is not None:
+            found[builder.name] = builder
+    return found
+
+
+def get_builder(name: str) -> BenchmarkBuilder:
+    builders = discover_builders()
+    if name not in builders:
+        known = ", ".join(sorted(builders)) or "none"
+        raise UsageError(f"unknown benchmark {name!r} (known: {known})")
+    return builders[name]

@@ -1,0 +1,90 @@
+"""Opening a built dataset (a local build folder or a Hub id) the way users do.
+
+Evaluators read benchmarks only through `BuiltDataset`, i.e. through
+`datasets.load_dataset(folder_or_id, config)`, so that they score exactly what a user
+would load.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .errors import EvalError
+from .writer import MANIFEST_NAME
+
+
+def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None) -> Path:
+    """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub."""
+    path = Path(path_or_id).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise EvalError("a built dataset is a folder (build/<benchmark>-<version>)", file=path)
+        return path
+    text = str(path_or_id)
+    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+        raise EvalError("no such dataset folder, and not a Hub id of the form ORG/NAME", file=text)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id=text, repo_type="dataset", revision=revision))
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        raise EvalError(f"could not download dataset from the Hub: {exc}", file=text) from exc
+
+
+@dataclass
+class BuiltDataset:
+    path: Path
+
+    @classmethod
+    def open(cls, path_or_id: str | Path, revision: str | None = None, benchmark: str | None = None) -> BuiltDataset:
+        built = cls(resolve_dataset_path(path_or_id, revision))
+        if not (built.path / MANIFEST_NAME).is_file():
+            raise EvalError(f"not a histbench build: {MANIFEST_NAME} is missing", file=built.path)
+        if benchmark and built.benchmark != benchmark:
+            raise EvalError(f"this is a {built.benchmark!r} build, not {benchmark!r}", file=built.path)
+        return built
+
+    @cached_property
+    def manifest(self) -> dict:
+        with (self.path / MANIFEST_NAME).open(encoding="utf-8") as handle:
+            return json.load(handle)
+
+    @property
+    def benchmark(self) -> str:
+        return self.manifest["benchmark"]
+
+    @property
+    def version(self) -> str:
+        return self.manifest["version"]
+
+    @property
+    def configs(self) -> list[str]:
+        return list(self.manifest["rows"])
+
+    def identity(self) -> dict:
+        """What a result records about the data it was computed on."""
+        return {
+            "benchmark": self.benchmark,
+            "version": self.version,
+            "data_sha256": self.manifest.get("data_sha256"),
+            "path": str(self.path),
+        }
+
+    def load(self, config: str, split: str | None = None):
+        """`datasets.load_dataset(folder, config)` (a DatasetDict, or one split)."""
+        from datasets import load_dataset
+
+        from .progress import quiet_datasets
+
+        quiet_datasets()
+        if config not in self.manifest["rows"]:
+            raise EvalError(
+                f"config {config!r} is not in this build (has: {', '.join(self.configs)})", file=self.path
+            )
+        if split is not None and split not in self.manifest["rows"][config]:
+            raise EvalError(f"config {config!r} has no split {split!r}", file=self.path)
+        return load_dataset(str(self.path), config, split=split)

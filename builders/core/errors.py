@@ -1,0 +1,73 @@
+"""The project's exception types.
+
+Every problem a user can cause (a missing file, a bad value in a source, a record that
+breaks its schema, an evaluation that cannot run) is raised as a `HistbenchError`
+subclass. The error carries where it happened (file, row, field) so that the message
+names it; the CLI prints `str(error)` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class HistbenchError(Exception):
+    """Base class of every error histbench raises on purpose.
+
+    `details` are extra lines (e.g. the list of failing records) shown under the
+    one-line message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | PathLike | None = None,
+        row: int | str | None = None,
+        field: str | None = None,
+        details: list[str] | None = None,
+    ) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.row = row
+        self.field = field
+        self.details = list(details or [])
+        super().__init__(self.headline())
+
+    def headline(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+    def __str__(self) -> str:
+        return self.headline()
+
+
+class UsageError(HistbenchError):
+    """Bad command-line usage or options."""
+
+
+class SourceError(HistbenchError):
+    """A raw input is missing, unreadable, of the wrong format or has bad content."""
+
+
+class SchemaError(HistbenchError):
+    """Records do not match their JSON schema."""
+
+
+class BuildError(HistbenchError):
+    """A build cannot be completed (other than a bad source or schema)."""
+
+
+class ValidationError(HistbenchError):
+    """A built dataset folder does not match its own histbench.json."""
+
+
+class EvalError(HistbenchError):
+    """An evaluation cannot run: bad model spec, backend failure, unusable dataset or run folder."""

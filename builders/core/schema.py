@@ -1,0 +1,172 @@
+"""Record checks against JSON Schema (2020-12) and the matching Hugging Face features.
+
+Conventions for `schemas/<benchmark>.<config>.schema.json` (checked by
+`check_schema_conventions`, which the writer calls):
+
+- the top level is an object with `properties`, `required` listing every property and
+  `additionalProperties: false`: every record has every column, optional values are
+  null (declare them as `"type": ["string", "null"]`);
+- nested objects follow the same rule and become struct columns; arrays need `items`;
+- free-form mappings are not columns: store them as JSON text (`"type": "string",
+  "contentMediaType": "application/json"`);
+- `"x-dtype"` may name an Arrow dtype for a scalar (e.g. "float32", "int32"); the
+  defaults are int64, float64, bool and string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from jsonschema import Draft202012Validator
+
+from .errors import SchemaError
+from .progress import progress
+
+MAX_REPORTED = 20
+
+_SCALARS = {"string": "string", "integer": "int64", "number": "float64", "boolean": "bool"}
+
+
+def _types(node: Mapping) -> list[str]:
+    declared = node.get("type")
+    if declared is None:
+        return []
+    return [declared] if isinstance(declared, str) else list(declared)
+
+
+def check_schema_conventions(schema: Mapping, where: str) -> None:
+    """Raise SchemaError when a schema cannot be turned into columns (see module doc)."""
+    Draft202012Validator.check_schema(schema)
+    _check_node(schema, where, "$", top=True)
+
+
+def _check_node(node: Mapping, where: str, path: str, top: bool = False) -> None:
+    types = [t for t in _types(node) if t != "null"]
+    if len(types) != 1:
+        raise SchemaError(f"{path}: declare exactly one non-null type, got {_types(node) or 'none'}", file=where)
+    kind = types[0]
+    if kind == "object":
+        props = node.get("properties")
+        if not isinstance(props, Mapping) or not props:
+            raise SchemaError(f"{path}: objects need 'properties' (store free-form maps as JSON text)", file=where)
+        if node.get("additionalProperties", True) is not False:
+            raise SchemaError(f"{path}: objects need additionalProperties: false", file=where)
+        missing = sorted(set(props) - set(node.get("required", [])))
+        if missing:
+            raise SchemaError(f"{path}: every property must be required (nullable instead): {missing}", file=where)
+        for name, child in props.items():
+            _check_node(child, where, f"{path}.{name}")
+    elif kind == "array":
+        if not isinstance(node.get("items"), Mapping):
+            raise SchemaError(f"{path}: arrays need an 'items' schema", file=where)
+        _check_node(node["items"], where, f"{path}[]")
+    elif kind not in _SCALARS:
+        raise SchemaError(f"{path}: unsupported type {kind!r}", file=where)
+
+
+def schema_to_features(schema: Mapping):
+    """The `datasets.Features` a config's records are stored with."""
+    from datasets import Features
+
+    return Features({name: _feature(child) for name, child in schema["properties"].items()})
+
+
+def _feature(node: Mapping):
+    from datasets import List, Value
+
+    kind = next(t for t in _types(node) if t != "null")
+    if kind == "object":
+        return {name: _feature(child) for name, child in node["properties"].items()}
+    if kind == "array":
+        return List(_feature(node["items"]))
+    return Value(node.get("x-dtype", _SCALARS[kind]))
+
+
+def to_native(value: Any) -> Any:
+    """Turn numpy scalars and arrays (and tuples) into plain Python values, recursively."""
+    if isinstance(value, dict):
+        return {k: to_native(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_native(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [to_native(v) for v in value.tolist()]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def _json_path(error) -> str:
+    path = "$"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _non_finite(record: Any, path: str = "$") -> str | None:
+    """JSON has no NaN or infinity; report where one hides (schemas cannot express it)."""
+    if isinstance(record, float) and not math.isfinite(record):
+        return path
+    if isinstance(record, dict):
+        for key, value in record.items():
+            found = _non_finite(value, f"{path}.{key}")
+            if found:
+                return found
+    if isinstance(record, list):
+        for index, value in enumerate(record):
+            found = _non_finite(value, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def validate_records(
+    records: Iterable[Mapping],
+    schema: Mapping,
+    *,
+    config: str,
+    split: str | None = None,
+    total: int | None = None,
+    allow_non_finite: bool = False,
+) -> int:
+    """Check every record; raise SchemaError listing the first 20 bad ones. Returns the count.
+
+    Non-finite floats (NaN, inf) are rejected unless `allow_non_finite`: a benchmark that
+    needs them says so, everyone else gets a clear error instead of a silent NaN.
+    """
+    validator = Draft202012Validator(schema)
+    label = config if split is None else f"{config}/{split}"
+    problems: list[str] = []
+    bad = 0
+    count = 0
+    for index, record in enumerate(progress(records, desc=f"schema {label}", total=total, unit="rec")):
+        count += 1
+        errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+        message = None
+        if errors:
+            first = errors[0]
+            message = f"{_json_path(first)}: {first.message}"
+            if len(errors) > 1:
+                message += f" (+{len(errors) - 1} more)"
+        elif not allow_non_finite:
+            where = _non_finite(record)
+            if where:
+                message = f"{where}: NaN or infinity is not allowed"
+        if message:
+            bad += 1
+            if len(problems) < MAX_REPORTED:
+                problems.append(f"config {label}, row {index}, {message}")
+    if bad:
+        shown = min(bad, MAX_REPORTED)
+        raise SchemaError(
+            f"{bad} of {count} records in config {label!r} do not match the schema "
+            f"(first {shown} listed); nothing was written",
+            details=problems,
+        )
+    return count

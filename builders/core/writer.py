@@ -1,0 +1,266 @@
+"""The dataset writer: records -> parquet per config/split + dataset card + histbench.json.
+
+Everything is written into a hidden temporary sibling of the output folder and moved
+into place only once complete, so an interrupted or failed build leaves no output
+folder (and an earlier complete build stays untouched until the new one is ready).
+Parquet files are byte-identical for identical records: no timestamps go into them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from string import Template
+
+import yaml
+
+from .errors import BuildError, HistbenchError
+from .manifest import InputFile
+from .progress import log, progress, quiet_datasets
+from .resources import Resources
+from .schema import check_schema_conventions, schema_to_features, to_native, validate_records
+
+MANIFEST_NAME = "histbench.json"
+SHARD_BYTES = 200 * 1024 * 1024
+
+
+@dataclass
+class BuildOutput:
+    """What a benchmark builder returns.
+
+    configs: config -> split -> records (plain dicts matching the config's schema).
+    summary: JSON-able counts and exclusions, stored in histbench.json and printed.
+    summary_markdown: the same for people (goes into the dataset card and the demo report).
+    allow_non_finite: configs whose records may hold NaN/inf (default: none).
+    """
+
+    configs: dict[str, dict[str, list[dict]]]
+    summary: dict = field(default_factory=dict)
+    summary_markdown: str = ""
+    allow_non_finite: frozenset[str] = frozenset()
+
+
+def histbench_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("histbench")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def histbench_commit() -> str | None:
+    """The git commit of the histbench code that runs (None outside a checkout)."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    if out.returncode != 0 or not commit:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=5, check=False,
+    ).stdout.strip()
+    return commit + ("+dirty" if dirty else "")
+
+
+def sha256_path(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shard_name(split: str, index: int, count: int) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+
+
+def _write_config(dataset, folder: Path, split: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    count = max(1, math.ceil(dataset.data.nbytes / SHARD_BYTES))
+    paths = []
+    for index in range(count):
+        shard = dataset.shard(num_shards=count, index=index, contiguous=True) if count > 1 else dataset
+        path = folder / shard_name(split, index, count)
+        shard.to_parquet(str(path))
+        paths.append(path)
+    return paths
+
+
+def render_card(
+    template: str,
+    *,
+    benchmark: str,
+    version: str,
+    infos: dict,
+    data_files: dict[str, dict[str, str]],
+    row_counts: dict[str, dict[str, int]],
+    summary_markdown: str,
+) -> str:
+    """Dataset card: the template's YAML front matter plus `configs` and `dataset_info`.
+
+    The body may use $benchmark, $version, $row_table and $summary (the builder's
+    summary_markdown, kept between `<!-- summary -->` markers so the demo can show it).
+    """
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    if not template.startswith("---\n"):
+        raise BuildError("card template must start with YAML front matter ('---')", file=f"cards/{benchmark}.md")
+    try:
+        _, front, body = template.split("---\n", 2)
+    except ValueError as exc:
+        raise BuildError("card template front matter is not closed by '---'", file=f"cards/{benchmark}.md") from exc
+    meta = yaml.safe_load(front) or {}
+    meta["configs"] = [
+        {"config_name": config, "data_files": [{"split": split, "path": pattern} for split, pattern in splits.items()]}
+        for config, splits in data_files.items()
+    ]
+    card_data = DatasetCardData(**meta)
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    rows = ["| config | split | rows |", "| --- | --- | ---: |"]
+    for config, splits in row_counts.items():
+        for split, count in splits.items():
+            rows.append(f"| {config} | {split} | {count:,} |")
+    body = Template(body).safe_substitute(
+        benchmark=benchmark, version=version, row_table="\n".join(rows),
+        summary=f"<!-- summary -->\n{summary_markdown.strip()}\n<!-- /summary -->",
+    )
+    return f"---\n{card_data.to_yaml()}\n---\n{body}"
+
+
+def _remove_stale_temporaries(out_dir: Path) -> None:
+    for stale in out_dir.parent.glob(f".{out_dir.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def write_build(
+    *,
+    benchmark: str,
+    version: str,
+    output: BuildOutput,
+    inputs: dict[str, list[InputFile]],
+    options: dict,
+    out_dir: Path,
+    resources: Resources | None = None,
+    started: str | None = None,
+    extra_manifest: dict | None = None,
+) -> Path:
+    """Check every record, write the dataset folder atomically and return its path."""
+    from datasets import Dataset, DatasetInfo, SplitDict, SplitInfo
+
+    resources = resources or Resources.default()
+    started = started or utc_now()
+    quiet_datasets()
+    out_dir = Path(out_dir)
+    if not output.configs:
+        raise BuildError(f"{benchmark}: the builder produced no configs; nothing to write")
+
+    schemas, features = {}, {}
+    for config, splits in output.configs.items():
+        schema_file = resources.schema_path(benchmark, config)
+        schemas[config] = resources.schema(benchmark, config)
+        check_schema_conventions(schemas[config], str(schema_file))
+        features[config] = schema_to_features(schemas[config])
+        for split, records in splits.items():
+            records[:] = [to_native(r) for r in records]
+            validate_records(
+                records, schemas[config], config=config, split=split, total=len(records),
+                allow_non_finite=config in output.allow_non_finite,
+            )
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(out_dir)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        outputs, infos, data_files, row_counts = [], {}, {}, {}
+        for config, splits in progress(list(output.configs.items()), desc="writing configs", unit="config"):
+            split_infos, size = [], 0
+            data_files[config], row_counts[config] = {}, {}
+            for split, records in splits.items():
+                dataset = Dataset.from_list(records, features=features[config])
+                paths = _write_config(dataset, tmp / "data" / config, split)
+                data_files[config][split] = f"data/{config}/{split}-*.parquet"
+                row_counts[config][split] = len(records)
+                split_infos.append(SplitInfo(name=split, num_bytes=dataset.data.nbytes, num_examples=len(records)))
+                size += dataset.data.nbytes
+                for path in paths:
+                    outputs.append({
+                        "path": path.relative_to(tmp).as_posix(),
+                        "config": config,
+                        "split": split,
+                        "sha256": sha256_path(path),
+                        "size": path.stat().st_size,
+                    })
+            download = sum(o["size"] for o in outputs if o["config"] == config)
+            infos[config] = DatasetInfo(
+                features=features[config], config_name=config, splits=SplitDict({s.name: s for s in split_infos}),
+                download_size=download, dataset_size=size,
+            )
+
+        card = render_card(
+            resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
+            data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
+        )
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+
+        data_sha = hashlib.sha256("".join(o["sha256"] for o in outputs).encode()).hexdigest()
+        manifest = {
+            "benchmark": benchmark,
+            "version": version,
+            "histbench_version": histbench_version(),
+            "histbench_commit": histbench_commit(),
+            "options": to_native(options),
+            "inputs": [f.to_json() for files in inputs.values() for f in files],
+            "outputs": outputs,
+            "data_sha256": data_sha,
+            "rows": row_counts,
+            "schemas": {
+                config: {
+                    "id": schemas[config].get("$id", f"{benchmark}.{config}"),
+                    "sha256": sha256_path(resources.schema_path(benchmark, config)),
+                }
+                for config in output.configs
+            },
+            "summary": to_native(output.summary),
+            "build_started_utc": started,
+            "build_finished_utc": utc_now(),
+        }
+        if extra_manifest:
+            manifest.update(to_native(extra_manifest))
+        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+        if out_dir.exists():
+            old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"
+            out_dir.rename(old)
+            tmp.rename(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out_dir)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, HistbenchError | KeyboardInterrupt):
+            raise
+        if isinstance(exc, OSError):
+            raise BuildError(f"could not write the dataset: {exc}", file=out_dir) from exc
+        raise
+    log(f"wrote {out_dir} ({sum(sum(s.values()) for s in row_counts.values()):,} rows in {len(row_counts)} configs)")
+    return out_dir

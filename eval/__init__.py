@@ -1,0 +1,1 @@
+"""histbench evaluators: model backends, the run store, likelihood scoring, metrics and reports."""

@@ -1,0 +1,1 @@
+"""JSON Schemas, one per dataset config: <benchmark>.<config>.schema.json."""

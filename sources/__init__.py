@@ -1,0 +1,1 @@
+"""Per-benchmark source manifests, registries and bundled sample sources."""

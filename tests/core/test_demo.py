@@ -1,0 +1,58 @@
+"""`histbench demo` on the toy benchmark: build, validate, reload, report."""
+
+from __future__ import annotations
+
+import pytest
+
+from histbench.builders import demo
+from histbench.builders.core import build as build_module
+from histbench.builders.core import resources as resources_module
+from histbench.builders.core.errors import BuildError
+from histbench.eval import plugin
+from histbench.eval.report import ReportSection
+
+
+class ToyEvaluator(plugin.BenchmarkEvaluator):
+    name = "toy"
+
+    def demo(self, built, work_dir, report_dir):
+        rows = built.load("pairs", "test")
+        share = sum(not same for same in rows["same"]) / rows.num_rows
+        return ReportSection("scores", f"Always-'different' baseline accuracy: {share:.3f}", data={"always_different": share})
+
+
+@pytest.fixture
+def toy_demo(monkeypatch, toy_builder, toy_resources):
+    monkeypatch.setattr(build_module, "discover_builders", lambda: {"toy": toy_builder})
+    monkeypatch.setattr(resources_module.Resources, "default", classmethod(lambda cls: toy_resources))
+    monkeypatch.setattr(plugin, "discover_evaluators", lambda names: {"toy": ToyEvaluator()})
+
+
+def test_demo_writes_report(toy_demo, tmp_path):
+    index = demo.run_demo(out_root=tmp_path / "build")
+    text = index.read_text()
+    assert "## Toy benchmark (toy 1.0.0)" in text
+    assert "| items | dev | 6 |" in text
+    assert "12 lines read." in text
+    assert "Always-'different' baseline accuracy: 1.000" in text
+    assert '"item_id": "i0"' in text
+    html = (index.parent / "index.html").read_text()
+    assert "<table>" in html and "Toy benchmark" in html
+    assert (index.parent / "report.json").is_file()
+
+
+def test_reload_check_detects_a_mismatch(toy_builder, toy_sample, toy_resources, tmp_path):
+    folder = build_module.run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "b", resources=toy_resources)
+    assert demo.check_reload(folder) == {"items": {"dev": 6, "test": 6}, "pairs": {"dev": 5, "test": 6}}
+    card = folder / "README.md"
+    # A card whose configs block points both splits at the same files loads different rows.
+    card.write_text(card.read_text().replace("path: data/items/test-*.parquet", "path: data/items/dev-*.parquet"))
+    with pytest.raises(BuildError, match="loads back differently"):
+        demo.check_reload(folder)
+
+
+def test_demo_unknown_benchmark(toy_demo, tmp_path):
+    from histbench.builders.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown benchmark"):
+        demo.run_demo(out_root=tmp_path, only=["nope"])

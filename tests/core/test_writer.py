@@ -1,0 +1,173 @@
+"""The dataset writer: round trip through load_dataset, atomicity, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from datasets import load_dataset
+
+from histbench.builders.core import writer as writer_module
+from histbench.builders.core.build import run_build
+from histbench.builders.core.errors import BuildError, SchemaError
+
+
+def _build(toy_builder, toy_sample, toy_resources, out_root, **kwargs):
+    return run_build(toy_builder, {"text": [toy_sample]}, out_root=out_root, resources=toy_resources, **kwargs)
+
+
+def test_round_trip_two_configs_two_splits(toy_builder, toy_sample, toy_resources, tmp_path, make_toy_records):
+    folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+    assert folder.name == "toy-1.0.0"
+    lines = [line for line in toy_sample.read_text().splitlines() if line.strip()]
+    expected = make_toy_records(lines).configs
+    for config in ("items", "pairs"):
+        loaded = load_dataset(str(folder), config)
+        assert sorted(loaded) == ["dev", "test"]
+        for split in ("dev", "test"):
+            assert loaded[split].to_list() == expected[config][split]
+    # Typed columns come from the schema: an all-null column still has its declared type.
+    items = load_dataset(str(folder), "items", split="dev")
+    assert str(items.features["score"].dtype) == "float64"
+    assert str(items.features["year"].dtype) == "int64"
+
+
+def test_card_and_manifest(toy_builder, toy_sample, toy_resources, tmp_path):
+    folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build", seed=7)
+    card = (folder / "README.md").read_text()
+    assert card.startswith("---\n")
+    assert "config_name: items" in card and "path: data/pairs/test-*.parquet" in card
+    assert "dataset_info:" in card and "num_examples" in card
+    assert "12 lines read." in card and "<!-- summary -->" in card
+    manifest = json.loads((folder / "histbench.json").read_text())
+    assert manifest["benchmark"] == "toy" and manifest["version"] == "1.0.0"
+    assert manifest["options"]["seed"] == 7
+    assert manifest["rows"] == {"items": {"dev": 6, "test": 6}, "pairs": {"dev": 5, "test": 6}}
+    assert manifest["inputs"][0]["sha256"] == hashlib.sha256(toy_sample.read_bytes()).hexdigest()
+    assert manifest["inputs"][0]["name"] == "lines.txt"
+    for output in manifest["outputs"]:
+        assert hashlib.sha256((folder / output["path"]).read_bytes()).hexdigest() == output["sha256"]
+    assert set(manifest["schemas"]) == {"items", "pairs"}
+    assert manifest["summary"] == {"lines": 12}
+    assert manifest["build_started_utc"] <= manifest["build_finished_utc"]
+    assert {o["path"] for o in manifest["outputs"]} == {
+        "data/items/dev-00000-of-00001.parquet", "data/items/test-00000-of-00001.parquet",
+        "data/pairs/dev-00000-of-00001.parquet", "data/pairs/test-00000-of-00001.parquet",
+    }
+
+
+def test_rebuild_is_byte_identical(toy_builder, toy_sample, toy_resources, tmp_path):
+    first = _build(toy_builder, toy_sample, toy_resources, tmp_path / "a")
+    second = _build(toy_builder, toy_sample, toy_resources, tmp_path / "b")
+    files = sorted(p.relative_to(first) for p in first.rglob("*.parquet"))
+    assert len(files) == 4
+    for rel in files:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
+    assert json.loads((first / "histbench.json").read_text())["data_sha256"] == \
+        json.loads((second / "histbench.json").read_text())["data_sha256"]
+
+
+def test_failure_mid_write_leaves_no_output(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch):
+    real = writer_module._write_config
+    calls = []
+
+    def failing(dataset, folder, split):
+        calls.append(split)
+        if len(calls) == 3:
+            raise OSError("disk full (injected)")
+        return real(dataset, folder, split)
+
+    monkeypatch.setattr(writer_module, "_write_config", failing)
+    out_root = tmp_path / "build"
+    with pytest.raises(BuildError, match="disk full"):
+        _build(toy_builder, toy_sample, toy_resources, out_root)
+    assert len(calls) == 3
+    assert list(out_root.iterdir()) == []
+
+
+def test_failed_rebuild_keeps_previous_build(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch):
+    out_root = tmp_path / "build"
+    folder = _build(toy_builder, toy_sample, toy_resources, out_root)
+    before = (folder / "histbench.json").read_text()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer_module, "render_card", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _build(toy_builder, toy_sample, toy_resources, out_root)
+    assert [p.name for p in out_root.iterdir()] == ["toy-1.0.0"]
+    assert (folder / "histbench.json").read_text() == before
+
+
+def test_schema_failure_lists_records_and_writes_nothing(
+    toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records
+):
+    def broken(self, ctx):
+        output = make_toy_records([f"word{n} x" for n in range(30)])
+        for n, record in enumerate(output.configs["items"]["test"]):
+            record["year"] = 1700 + n          # below the schema's minimum of 1800
+        output.configs["items"]["dev"][1]["score"] = "high"   # wrong type
+        output.configs["items"]["dev"][2]["extra"] = 1        # unknown column
+        return output
+
+    monkeypatch.setattr(type(toy_builder), "build", broken)
+    out_root = tmp_path / "build"
+    with pytest.raises(SchemaError) as caught:
+        _build(toy_builder, toy_sample, toy_resources, out_root)
+    assert not out_root.exists() or list(out_root.iterdir()) == []
+    dev_error = caught.value
+    assert "2 of 15 records in config 'items/dev'" in str(dev_error)
+    assert dev_error.details[0] == "config items/dev, row 1, $.score: 'high' is not of type 'number', 'null'"
+    assert dev_error.details[1].startswith("config items/dev, row 2, $: Additional properties are not allowed ('extra'")
+
+
+def test_schema_failure_caps_listing_at_20(toy_resources):
+    from histbench.builders.core.schema import validate_records
+
+    schema = toy_resources.schema("toy", "pairs")
+    records = [{"pair_id": "x", "left": "a", "right": "b", "same": True} for _ in range(25)]
+    with pytest.raises(SchemaError) as caught:
+        validate_records(records, schema, config="pairs", split="test")
+    assert "25 of 25 records in config 'pairs/test'" in str(caught.value)
+    assert "first 20 listed" in str(caught.value)
+    assert len(caught.value.details) == 20
+    assert caught.value.details[19] == "config pairs/test, row 19, $.pair_id: 'x' is not of type 'integer'"
+
+
+def test_nan_is_rejected_with_its_path(toy_resources):
+    from histbench.builders.core.schema import validate_records
+
+    schema = toy_resources.schema("toy", "items")
+    record = {"item_id": "a", "year": 1900, "score": float("nan"), "options": [], "gold": {"index": 0, "weight": 1.0}}
+    with pytest.raises(SchemaError) as caught:
+        validate_records([record], schema, config="items")
+    assert caught.value.details == ["config items, row 0, $.score: NaN or infinity is not allowed"]
+    assert validate_records([record], schema, config="items", allow_non_finite=True) == 1
+
+
+def test_schema_conventions_are_enforced(tmp_path):
+    from histbench.builders.core.schema import check_schema_conventions
+
+    loose = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    with pytest.raises(SchemaError, match="additionalProperties: false"):
+        check_schema_conventions(loose, "x.json")
+    optional = {"type": "object", "properties": {"a": {"type": "string"}}, "required": [], "additionalProperties": False}
+    with pytest.raises(SchemaError, match="every property must be required"):
+        check_schema_conventions(optional, "x.json")
+    freeform = {
+        "type": "object", "additionalProperties": False, "required": ["m"],
+        "properties": {"m": {"type": "object"}},
+    }
+    with pytest.raises(SchemaError, match="free-form maps as JSON text"):
+        check_schema_conventions(freeform, "x.json")
+
+
+def test_large_configs_are_sharded(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch):
+    monkeypatch.setattr(writer_module, "SHARD_BYTES", 200)
+    folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+    shards = sorted(p.name for p in (folder / "data" / "items").glob("dev-*.parquet"))
+    assert len(shards) > 1 and shards[0] == f"dev-00000-of-{len(shards):05d}.parquet"
+    loaded = load_dataset(str(folder), "items", split="dev")
+    assert [r["item_id"] for r in loaded] == [f"i{n}" for n in range(6)]
