@@ -1,0 +1,1 @@
+"""ChronoCulture builder: WVS and ISSP survey files -> temporal pairs (paper 001)."""
