@@ -10,7 +10,10 @@ Conventions shared by every function here:
 - Option positions `a_1 < ... < a_K` (appendix A.3) are an array of the same shape,
   padded by repeating the last position, so that the gaps after the last real option
   are zero (`option_positions`). Positions 1..K unless the dataset gives values.
-- Ties and "identical" use one numerical tolerance, `TIE_TOLERANCE = 1e-12` (C.3).
+- Ties and "identical" use one numerical tolerance, `TIE_TOLERANCE = 1e-12` (C.3);
+  comparisons with a boundary (tau, 0.03, 0.10) allow the same 1e-12 on the included
+  side, as the builder's shift categories do.
+- W itself is the builder's `histbench.builders.chronoculture.distance.normalised_wasserstein`.
 
 Section references are to the ChronoCulture paper (../shared/seeds/001_*.txt).
 """
@@ -26,10 +29,13 @@ TIE_TOLERANCE = 1e-12
 # Human-shift boundaries (Table 1; tighter and looser sets of F.1, Table 21):
 # stable d <= b0 < moderate < b1 <= strong < b2 <= very strong.
 BOUNDARY_SETS: dict[str, tuple[float, float, float]] = {
-    "tighter": (0.02, 0.075, 0.15),
     "default": (0.03, 0.10, 0.20),
+    "tighter": (0.02, 0.075, 0.15),
     "looser": (0.04, 0.125, 0.25),
 }
+# Comparisons with a boundary (tau, 0.03, 0.10) allow this much on the included side, as
+# the builder's categories do: a distance equal to 0.1 in exact arithmetic is 0.1.
+BOUNDARY_TOLERANCE = 1e-12
 CATEGORIES = ("stable", "moderate", "strong", "very_strong")
 CATEGORY_LABELS = {"stable": "Stable", "moderate": "Moderate", "strong": "Strong", "very_strong": "Very strong"}
 STABLE, MODERATE, STRONG, VERY_STRONG = range(4)
@@ -107,12 +113,27 @@ def wasserstein(p: np.ndarray, q: np.ndarray, positions: np.ndarray) -> np.ndarr
     """Normalised 1-D Wasserstein distance W(p, q) in [0, 1] (A.3 eqs. 7-8), batched.
 
     p, q and positions broadcast against each other; the result drops the option axis.
+    Rows are grouped by scale (their option positions) and each group goes through the
+    builder's `normalised_wasserstein` (the one definition of W in histbench), so padded
+    batches of three- and five-option questions give exactly the builder's d_h.
     """
-    positions = np.asarray(positions, dtype=float)
-    gaps = np.diff(positions, axis=-1)
-    span = positions[..., -1] - positions[..., 0]
-    diff = np.abs(cumulative(p) - cumulative(q))[..., :-1]
-    return np.sum(diff * gaps, axis=-1) / span
+    from histbench.builders.chronoculture.distance import normalised_wasserstein
+
+    p, q, positions = np.broadcast_arrays(
+        np.asarray(p, dtype=float), np.asarray(q, dtype=float), np.asarray(positions, dtype=float)
+    )
+    shape, width = p.shape[:-1], p.shape[-1]
+    p, q, positions = p.reshape(-1, width), q.reshape(-1, width), positions.reshape(-1, width)
+    out = np.empty(p.shape[0])
+    if p.shape[0] == 0:
+        return out.reshape(shape)
+    scales, inverse = np.unique(positions, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for s, scale in enumerate(scales):
+        k = 1 + int(np.count_nonzero(np.diff(scale) > 0))
+        rows = np.flatnonzero(inverse == s)
+        out[rows] = normalised_wasserstein(p[rows, :k], q[rows, :k], scale[:k])
+    return out.reshape(shape)
 
 
 def identical(p: np.ndarray, q: np.ndarray, tol: float = TIE_TOLERANCE) -> np.ndarray:
@@ -126,11 +147,17 @@ def identical(p: np.ndarray, q: np.ndarray, tol: float = TIE_TOLERANCE) -> np.nd
 # ---------------------------------------------------------------------------
 
 def shift_category(d: np.ndarray, boundaries: tuple[float, float, float] = BOUNDARY_SETS["default"]) -> np.ndarray:
-    """Category code per pair: stable d<=b0, moderate b0<d<b1, strong b1<=d<b2, very strong d>=b2."""
+    """Category code per pair: stable d<=b0, moderate b0<d<b1, strong b1<=d<b2, very strong d>=b2.
+
+    The builder's `shift_category_codes` (same 1e-12 boundary tolerance as the dataset's
+    shift_category columns); NaN distances get MISSING.
+    """
+    from histbench.builders.chronoculture.distance import shift_category_codes
+
     d = np.asarray(d, dtype=float)
-    b0, b1, b2 = boundaries
-    codes = np.select([d <= b0, d < b1, d < b2, d >= b2], [STABLE, MODERATE, STRONG, VERY_STRONG], MISSING)
-    return codes.astype(np.int8)
+    codes = shift_category_codes(np.nan_to_num(d, nan=0.0), tuple(boundaries)).astype(np.int8)
+    codes[np.isnan(d)] = MISSING
+    return codes
 
 
 # ---------------------------------------------------------------------------
@@ -186,7 +213,7 @@ def knowledge_filter(k: np.ndarray, groups: np.ndarray, level: float = 0.75) -> 
 def period_outcome(d_old: np.ndarray, d_new: np.ndarray, tau: float = TAU) -> np.ndarray:
     """both / older only / newer only / neither: a prediction is accurate when d <= tau."""
     with np.errstate(invalid="ignore"):
-        old_ok, new_ok = d_old <= tau, d_new <= tau
+        old_ok, new_ok = d_old <= tau + BOUNDARY_TOLERANCE, d_new <= tau + BOUNDARY_TOLERANCE
     codes = np.select([old_ok & new_ok, old_ok, new_ok], [BOTH, OLDER_ONLY, NEWER_ONLY], NEITHER).astype(np.int8)
     codes[np.isnan(d_old) | np.isnan(d_new)] = MISSING
     return codes
@@ -252,7 +279,9 @@ def direction_cosine(
 def stability_behaviour(d_m: np.ndarray, stable_boundary: float = 0.03, large: float = LARGE_DRIFT_BOUNDARY) -> np.ndarray:
     """preserves (d_m <= stable boundary), small drift (< 0.10), large drift (d_m >= 0.10) (D.3)."""
     d_m = np.asarray(d_m, dtype=float)
-    codes = np.select([d_m <= stable_boundary, d_m < large, d_m >= large], [PRESERVES, SMALL_DRIFT, LARGE_DRIFT], MISSING)
+    eps = BOUNDARY_TOLERANCE
+    codes = np.select([d_m <= stable_boundary + eps, d_m < large - eps, d_m >= large - eps],
+                      [PRESERVES, SMALL_DRIFT, LARGE_DRIFT], MISSING)
     return codes.astype(np.int8)
 
 
