@@ -1,0 +1,107 @@
+"""Reading the small tables a valence user writes by hand: CSV, TSV or JSON Lines.
+
+Rows are numbered the way the user sees them: in a CSV/TSV file the header is row 1
+and the first data row is row 2 (as in a spreadsheet); in a JSONL file a row is its
+line number. Every value comes back as text (or None when empty) so that the caller
+decides how to parse it and can name the row and column when it cannot.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from histbench.builders.core.errors import SourceError
+
+FORMATS = ("csv", "tsv", "jsonl")
+
+
+@dataclass(frozen=True)
+class Row:
+    number: int
+    values: dict[str, str | None]
+
+    def get(self, *names: str) -> str | None:
+        """The first of `names` present with a non-empty value."""
+        for name in names:
+            value = self.values.get(name)
+            if value is not None and str(value).strip() != "":
+                return str(value)
+        return None
+
+
+def _clean_header(name: str) -> str:
+    return name.strip().lstrip("\ufeff").strip().lower().replace(" ", "_")
+
+
+def read_table(path: Path) -> tuple[list[str], list[Row]]:
+    """(column names, rows) of a CSV/TSV/JSONL file. Column names are lower-cased."""
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise SourceError(f"unknown table format .{suffix}; accepted: .csv, .tsv, .jsonl", file=path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8", file=path) from exc
+    if suffix == "jsonl":
+        return _read_jsonl(path, text)
+    return _read_delimited(path, text, "\t" if suffix == "tsv" else ",")
+
+
+def _read_delimited(path: Path, text: str, delimiter: str) -> tuple[list[str], list[Row]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration as exc:
+        raise SourceError("the file is empty (expected a header row)", file=path) from exc
+    columns = [_clean_header(h) for h in header]
+    if any(not c for c in columns):
+        raise SourceError("the header row has an empty column name", file=path, row=1)
+    duplicates = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicates:
+        raise SourceError(f"duplicate column name(s) in the header: {', '.join(duplicates)}", file=path, row=1)
+    rows = []
+    for number, cells in enumerate(reader, start=2):
+        if not any(cell.strip() for cell in cells):
+            continue
+        if len(cells) > len(columns) and any(c.strip() for c in cells[len(columns):]):
+            raise SourceError(
+                f"{len(cells)} cells but the header has {len(columns)} columns (quote values that contain '{delimiter}')",
+                file=path, row=number,
+            )
+        values = {c: (cells[i] if i < len(cells) and cells[i].strip() != "" else None) for i, c in enumerate(columns)}
+        rows.append(Row(number, values))
+    return columns, rows
+
+
+def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[Row]]:
+    columns: list[str] = []
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"not valid JSON: {exc.msg}", file=path, row=number) from exc
+        if not isinstance(record, dict):
+            raise SourceError("each line must be a JSON object", file=path, row=number)
+        values = {}
+        for key, value in record.items():
+            name = _clean_header(str(key))
+            if name not in columns:
+                columns.append(name)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                values[name] = None
+            elif isinstance(value, dict | list):
+                raise SourceError(f"field {key!r} holds a JSON {type(value).__name__}; expected a plain value", file=path, row=number)
+            elif isinstance(value, bool):
+                values[name] = "true" if value else "false"
+            else:
+                values[name] = str(value)
+        rows.append(Row(number, values))
+    return columns, rows
