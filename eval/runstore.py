@@ -1,0 +1,452 @@
+"""The run store: every model request goes through a run folder, and no answer is paid twice.
+
+A run folder holds
+
+    records.jsonl   append-only, one JSON object per answered request:
+                    {key, kind, request, response (the raw result, e.g. the provider's JSON),
+                     error, parsed, parse_error, backend, model, started, finished, attempts}
+    run.json        dataset identity (benchmark, version, data_sha256, revision), histbench
+                    version and commit, the backend's identity and spec, the evaluator's
+                    options, first start and last end, and one entry per session (what it
+                    asked, reused, failed, whether it was interrupted)
+
+`key` is the sha256 of the backend spec, the model revision when known, the options that
+change answers, and the canonical request (which carries its decoding parameters).
+`RunStore.run` asks the backend only for keys not answered yet, and writes each answer
+the moment it arrives (flushed line by line, fsynced every few seconds and at the end),
+so a Ctrl-C, a kill -9 or a crash loses at most the requests in flight.
+
+Decisions:
+- A torn last line (the process died mid-write) is reported with a warning, cut off, and
+  its request asked again; a broken line before the last one is an error naming the line.
+- Parse failures are answers: they are stored (`parse_error`), counted, and never asked
+  again. The parse function runs on every `run` call, also on stored answers, so a fixed
+  parser applies to old raw responses without asking the model again; the `parsed` value
+  in records.jsonl is what the parser gave when the answer arrived.
+- A request the backend definitively refused (`RequestFailed`, e.g. HTTP 400) is stored
+  with `error` and no response; its record also carries a `parse_error` ("no response:
+  ...") so that code counting parse failures counts it too. A later run asks it again
+  (it cost nothing).
+- One folder belongs to one model: opening it with another backend spec is an error.
+- Only one process may run requests in a folder at a time (an exclusive file lock).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from histbench.builders.core.errors import EvalError
+from histbench.builders.core.progress import progress
+
+from .backends.base import Backend, Request, RequestFailed, Result, request_from_dict, result_from_dict
+
+RECORDS_NAME = "records.jsonl"
+RUN_NAME = "run.json"
+LOCK_NAME = ".lock"
+FSYNC_EVERY_S = 2.0
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Record:
+    """One request and what became of it.
+
+    response: the raw result as a dict (for generate: text, finish_reason, model, usage and
+    the provider's raw JSON); None when the request failed (`error`).
+    parsed / parse_error: what the parse function returned, or why it failed.
+    reused: the answer came from an earlier session of this run folder.
+    """
+
+    key: str
+    request: Request
+    response: dict | None
+    parsed: Any = None
+    parse_error: str | None = None
+    error: str | None = None
+    model: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    attempts: int = 1
+    reused: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.response is not None and self.parse_error is None
+
+    @property
+    def result(self) -> Result | None:
+        return None if self.response is None else result_from_dict(self.request.kind, self.response)
+
+    @property
+    def text(self) -> str | None:
+        """The generated text (generate requests)."""
+        return None if self.response is None else self.response.get("text")
+
+
+def _json_default(value: Any) -> Any:
+    from histbench.builders.core.schema import to_native
+
+    native = to_native(value)
+    if native is not value:
+        return native
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _dataset_identity(dataset: Any) -> dict | None:
+    if dataset is None:
+        return None
+    if isinstance(dataset, Mapping):
+        return dict(dataset)
+    ident = dict(dataset.identity())
+    manifest = getattr(dataset, "manifest", {}) or {}
+    path = Path(ident.get("path", ""))
+    # A Hub download lives in .../snapshots/<commit>/: that commit is the revision.
+    ident.setdefault("revision", path.name if path.parent.name == "snapshots" else None)
+    ident.setdefault("built_with", manifest.get("histbench_version"))
+    return ident
+
+
+class RunStore:
+    """An append-only store of model answers in one folder (see the module docstring)."""
+
+    def __init__(self, run_dir: Path, backend: Backend, dataset: Any = None, options: Mapping | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.backend = backend
+        self.dataset = _dataset_identity(dataset)
+        self.options = dict(options or {})
+        self.records_path = self.run_dir / RECORDS_NAME
+        self.run_path = self.run_dir / RUN_NAME
+        self._answered: dict[str, dict] = {}
+        self._failed: dict[str, dict] = {}
+        #: numbers of the last `run` call
+        self.last_stats: dict[str, int] = {}
+        #: lines dropped when the folder was opened (torn last line)
+        self.torn_lines = 0
+
+    # -- opening -----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, run_dir: str | os.PathLike, *, backend: Backend, dataset: Any = None, options: Mapping | None = None) -> RunStore:
+        """Open (creating if needed) a run folder; what it holds is reused."""
+        store = cls(Path(run_dir), backend, dataset, options)
+        try:
+            store.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EvalError(f"cannot create the run folder: {exc}", file=run_dir) from exc
+        with store._locked():
+            store._check_owner()
+            store._load()
+            store._write_run_json(new_session=None)
+        return store
+
+    def _check_owner(self) -> None:
+        if not self.run_path.exists():
+            return
+        info = self._read_run_json()
+        spec = (info.get("backend") or {}).get("spec")
+        if spec and spec != self.backend.spec:
+            raise EvalError(
+                f"this run folder holds answers of model {spec!r}, not {self.backend.spec!r}: use another run folder",
+                file=self.run_dir,
+            )
+        ours = (self.dataset or {}).get("data_sha256")
+        theirs = (info.get("dataset") or {}).get("data_sha256")
+        if ours and theirs and ours != theirs:
+            warnings.warn(
+                f"{self.run_dir}: the run folder was started on dataset data {theirs[:12]}, this run uses {ours[:12]}; "
+                "answers are matched by request, so unchanged requests are reused",
+                stacklevel=3,
+            )
+
+    def _read_run_json(self) -> dict:
+        try:
+            return json.loads(self.run_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EvalError(f"unreadable run.json: {exc}", file=self.run_path) from exc
+
+    def _load(self) -> None:
+        if not self.records_path.exists():
+            return
+        data = self.records_path.read_bytes()
+        offset = 0
+        lines = data.split(b"\n")
+        for number, line in enumerate(lines, start=1):
+            is_last = number == len(lines)
+            line_start = offset
+            offset += len(line) + 1
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict) or "key" not in record or "request" not in record:
+                    raise ValueError("not a record")
+            except ValueError as exc:
+                if is_last or not any(rest.strip() for rest in lines[number:]):
+                    warnings.warn(
+                        f"{self.records_path}: line {number} is incomplete (the run was interrupted while writing it); "
+                        "it is ignored and its request will be asked again",
+                        stacklevel=3,
+                    )
+                    self.torn_lines += 1
+                    with self.records_path.open("r+b") as handle:
+                        handle.truncate(line_start)
+                    return
+                raise EvalError(f"line {number} of the run store is not a valid record ({exc})", file=self.records_path, row=number) from exc
+            if is_last:  # complete object without its newline: add it before appending
+                with self.records_path.open("ab") as handle:
+                    handle.write(b"\n")
+            self._remember(record)
+
+    def _remember(self, record: dict) -> None:
+        key = record["key"]
+        if record.get("response") is not None:
+            self._answered.setdefault(key, record)
+            self._failed.pop(key, None)
+        elif key not in self._answered:
+            self._failed[key] = record
+
+    # -- run.json ------------------------------------------------------------------------
+
+    def _write_run_json(self, new_session: dict | None, update_last: dict | None = None) -> None:
+        from histbench.builders.core.writer import histbench_commit, histbench_version
+
+        info = self._read_run_json() if self.run_path.exists() else {}
+        now = utc_now()
+        info.setdefault("started", now)
+        info.update(
+            {
+                "histbench_version": histbench_version(),
+                "histbench_commit": histbench_commit(),
+                "dataset": self.dataset if self.dataset is not None else info.get("dataset"),
+                "backend": self.backend.identity(),
+                "options": self.options,
+                "records": RECORDS_NAME,
+                "answered": len(self._answered),
+                "failed": len(self._failed),
+            }
+        )
+        sessions = info.setdefault("sessions", [])
+        if new_session is not None:
+            sessions.append(new_session)
+        if update_last is not None and sessions:
+            sessions[-1].update(update_last)
+            info["ended"] = update_last.get("ended", now)
+        info.setdefault("ended", None)
+        text = json.dumps(info, indent=2, ensure_ascii=False, default=_json_default) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".run.json.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, self.run_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- locking ---------------------------------------------------------------------------
+
+    def _locked(self):
+        store = self
+
+        class _Lock:
+            def __enter__(self):
+                self.handle = (store.run_dir / LOCK_NAME).open("a+")
+                try:
+                    import fcntl
+                except ImportError:  # Windows: no advisory locks; single-process use assumed
+                    return self
+                try:
+                    fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    self.handle.close()
+                    raise EvalError("another histbench process is using this run folder", file=store.run_dir) from exc
+                return self
+
+            def __exit__(self, *exc):
+                self.handle.close()  # closing releases the lock
+
+        return _Lock()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def key(self, request: Request) -> str:
+        return self.backend.key(request)
+
+    def __contains__(self, request: Request) -> bool:
+        return self.key(request) in self._answered
+
+    def __len__(self) -> int:
+        return len(self._answered)
+
+    def get(self, request: Request, parse: Callable | None = None) -> Record | None:
+        stored = self._answered.get(self.key(request))
+        return None if stored is None else self._record(stored, request, parse, reused=True)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, requests: Sequence[Request], parse: Callable[[Result], Any] | None = None, desc: str = "requests") -> list[Record]:
+        """Answer every request (asking the backend only for those not answered yet) and
+        return one Record per request, in order. `parse(result)` turns a result into what
+        the evaluator scores; an exception it raises becomes the record's parse_error."""
+        requests = list(requests)
+        keys = [self.key(r) for r in requests]
+        todo: dict[str, Request] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key not in self._answered and key not in todo:
+                todo[key] = request
+        reused = len({k for k in keys if k in self._answered})
+        todo_keys = list(todo)
+        fresh: dict[str, Record] = {}
+        stats = {"requests": len(requests), "unique": len(set(keys)), "reused": reused, "asked": 0, "failed": 0, "parse_failures": 0}
+        with self._locked():
+            self._write_run_json(new_session={"started": utc_now(), "ended": None, "to_ask": len(todo), "reused": reused, "options": self.options})
+            interrupted = False
+            last_sync = time.monotonic()
+            started = utc_now()
+            bar = progress(total=len(todo_keys), desc=desc, unit="req")
+            try:
+                with self.records_path.open("a", encoding="utf-8") as handle:
+                    try:
+                        if todo_keys:
+                            for index, result in self.backend.stream([todo[k] for k in todo_keys]):
+                                key = todo_keys[index]
+                                stored = self._stored(key, todo[key], result, started, parse)
+                                handle.write(json.dumps(stored, ensure_ascii=False, default=_json_default) + "\n")
+                                handle.flush()
+                                if time.monotonic() - last_sync > FSYNC_EVERY_S:
+                                    os.fsync(handle.fileno())
+                                    last_sync = time.monotonic()
+                                self._remember(stored)
+                                fresh[key] = self._record(stored, todo[key], None, reused=False)
+                                stats["asked"] += 1
+                                stats["failed"] += stored["error"] is not None
+                                bar.update(1)
+                    finally:
+                        handle.flush()
+                        os.fsync(handle.fileno())
+            except KeyboardInterrupt:
+                interrupted = True
+                raise
+            finally:
+                bar.close()
+                self._write_run_json(
+                    new_session=None,
+                    update_last={"ended": utc_now(), "asked": stats["asked"], "failed": stats["failed"], "interrupted": interrupted},
+                )
+        out: list[Record] = []
+        for key, request in zip(keys, requests, strict=True):
+            if key in fresh:
+                record = fresh[key]
+            elif key in self._answered:
+                record = self._record(self._answered[key], request, parse, reused=True)
+            else:  # failed in this session (fresh) or never answered: cannot happen
+                raise EvalError(f"internal error: no record for request key {key}", file=self.records_path)
+            stats["parse_failures"] += record.parse_error is not None and record.error is None
+            out.append(record)
+        stats["failed"] = sum(r.error is not None for r in out)
+        self.last_stats = stats
+        return out
+
+    def _stored(self, key: str, request: Request, result: Result | RequestFailed, started: str, parse: Callable | None) -> dict:
+        base = {
+            "key": key,
+            "kind": request.kind,
+            "request": request.to_dict(),
+            "backend": self.backend.spec,
+            "started": started,
+            "finished": utc_now(),
+        }
+        if isinstance(result, RequestFailed):
+            return {
+                **base,
+                "response": None,
+                "error": str(result),
+                "error_raw": result.raw,
+                "model": None,
+                "attempts": result.attempts,
+                "parsed": None,
+                "parse_error": f"no response: {result}",
+            }
+        response = result.to_dict()
+        parsed, parse_error = _parse(parse, result)
+        try:
+            json.dumps(parsed, default=_json_default)
+        except (TypeError, ValueError):
+            parsed = repr(parsed)
+        return {
+            **base,
+            "response": response,
+            "error": None,
+            "model": response.get("model") or self.backend.target,
+            "attempts": getattr(result, "attempts", 1),
+            "parsed": parsed,
+            "parse_error": parse_error,
+        }
+
+    def _record(self, stored: dict, request: Request, parse: Callable | None, reused: bool) -> Record:
+        parsed, parse_error = stored.get("parsed"), stored.get("parse_error")
+        if stored.get("response") is not None and parse is not None:
+            parsed, parse_error = _parse(parse, result_from_dict(stored["kind"], stored["response"]))
+        return Record(
+            key=stored["key"],
+            request=request,
+            response=stored.get("response"),
+            parsed=parsed,
+            parse_error=parse_error,
+            error=stored.get("error"),
+            model=stored.get("model"),
+            started=stored.get("started"),
+            finished=stored.get("finished"),
+            attempts=stored.get("attempts", 1),
+            reused=reused,
+        )
+
+    def stored_records(self) -> list[dict]:
+        """Every answered record of the folder as stored (raw dicts)."""
+        return list(self._answered.values())
+
+    def stored_requests(self) -> list[Request]:
+        return [request_from_dict(r["request"]) for r in self._answered.values()]
+
+
+def _parse(parse: Callable | None, result: Result) -> tuple[Any, str | None]:
+    if parse is None:
+        return None, None
+    try:
+        return parse(result), None
+    except Exception as exc:  # noqa: BLE001 - any parser failure is a stored parse failure
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def summarize(records: Sequence[Record]) -> dict[str, int]:
+    """Counts every evaluator reports: requests, answered, reused, failed, parse failures."""
+    return {
+        "requests": len(records),
+        "answered": sum(r.response is not None for r in records),
+        "reused": sum(r.reused for r in records),
+        "failed": sum(r.error is not None for r in records),
+        "parse_failures": sum(r.error is None and r.parse_error is not None for r in records),
+    }
+
+
+__all__ = ["Record", "RunStore", "summarize", "RECORDS_NAME", "RUN_NAME"]
