@@ -1,0 +1,200 @@
+"""Chronologic-EN evaluator: `histbench eval chronologic --mode MODE ...`.
+
+Modes are registered in `MODES` (name -> `Mode`). Each mode lives in its own module of
+this package, which exposes `MODES: list[Mode]`; the module names are listed in
+`MODE_MODULES` (to add modes, add the module name there). A mode contributes its own
+options in an argument group of the one `eval chronologic` parser; the options every
+mode shares are defined here once (see `add_common_arguments`): --dataset, --out,
+--seed, --limit, --permute-frames and the model options of the evaluator engine
+(--model, --model-option, --max-concurrency, --batch-size). A mode must not redefine
+them.
+
+Reports: `histbench report chronologic RUN [RUN ...]` reads each run folder's
+`results.json`, whose "mode" field picks the reporter in `REPORTERS` (mode -> function
+(list of (run_dir, results)), args) -> None), registered by the same modules (a module
+may expose `REPORTERS: dict`).
+
+Exporters: `histbench export lm-eval chronologic BUILD`. The top-level `export` command
+has one subcommand per target format, each taking the benchmark name; any benchmark's
+evaluator can join by defining `exporters()` (see `_export_command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from histbench.builders.core.errors import UsageError
+from histbench.eval.plugin import BenchmarkEvaluator
+
+DEFAULT_DATASET = "build/chronologic-1.0.0"
+# Modules of this package that define modes (each exposes MODES: list[Mode], and may
+# expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
+MODE_MODULES: tuple[str, ...] = ("likelihood",)
+# Modes named by the benchmark's design that this installation may not provide yet.
+PLANNED_MODES: dict[str, str] = {
+    "generate": "free generation (paper 5.2)",
+    "judge": "pairwise substantive judging of generated answers (paper 5.2.2, A.2)",
+    "anchors": "Bradley-Terry anchors per question (paper A.2.2)",
+}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One `--mode` of `histbench eval chronologic`.
+
+    add_arguments(group): adds this mode's own options (names unique across modes);
+    run(args): does the work (args has the common options and every mode's options);
+    needs_model: whether --model (or a mode-specific substitute) is required;
+    """
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace], None]
+    add_arguments: Callable[[argparse._ArgumentGroup], None] | None = None
+
+
+MODES: dict[str, Mode] = {}
+REPORTERS: dict[str, Callable] = {}
+
+
+def register_mode(mode: Mode) -> None:
+    if mode.name in MODES and MODES[mode.name] is not mode:
+        raise ValueError(f"chronologic mode {mode.name!r} is registered twice")
+    MODES[mode.name] = mode
+
+
+def _load_modes() -> None:
+    for module_name in MODE_MODULES:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        for mode in getattr(module, "MODES", ()):
+            register_mode(mode)
+        REPORTERS.update(getattr(module, "REPORTERS", {}))
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    from histbench.eval.backends import add_model_arguments
+
+    parser.add_argument(
+        "--mode", default="likelihood", metavar="MODE",
+        help="what to run: " + ", ".join(f"{m.name} ({m.help})" for m in MODES.values())
+        + " (default: likelihood)",
+    )
+    parser.add_argument("--dataset", default=DEFAULT_DATASET,
+                        help=f"built dataset folder or Hub id (default: {DEFAULT_DATASET})")
+    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+    parser.add_argument("--out", type=Path, help="run folder (created; an existing one is resumed)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: 0)")
+    parser.add_argument("--limit", type=int, help="only the first N questions (by question_number), for a quick look")
+    parser.add_argument(
+        "--permute-frames", action="store_true",
+        help="wrong-context experiment (paper 6.3): each question gets the metadata frame of another "
+             "question of the same reasoning type (seeded derangement, --seed)",
+    )
+    add_model_arguments(parser)
+
+
+def mode_of(args: argparse.Namespace) -> Mode:
+    name = args.mode
+    if name in MODES:
+        return MODES[name]
+    known = ", ".join(MODES)
+    if name in PLANNED_MODES:
+        raise UsageError(
+            f"--mode {name} ({PLANNED_MODES[name]}) is not available in this installation "
+            f"(available: {known})", field="--mode",
+        )
+    raise UsageError(f"unknown --mode {name!r} (available: {known})", field="--mode")
+
+
+# --------------------------------------------------------------------------- exporters
+
+
+def _export_command(subparsers) -> None:
+    """`histbench export FORMAT BENCHMARK ...`, from every evaluator's `exporters()`.
+
+    Any benchmark's evaluator may define `exporters()` returning
+    {format: {"help": str, "add_arguments": f(parser), "run": f(args)}}; the first
+    evaluator whose add_commands runs builds the one `export` command from all of them
+    (later ones see it exists and skip), so no benchmark depends on another's code.
+    """
+    from histbench.builders.cli import _Parser
+    from histbench.builders.core.build import discover_builders
+    from histbench.eval.plugin import discover_evaluators
+
+    if "export" in subparsers.choices:
+        return
+    by_format: dict[str, dict[str, dict]] = {}
+    for name, evaluator in discover_evaluators(discover_builders()).items():
+        for fmt, spec in (getattr(evaluator, "exporters", lambda: {})() or {}).items():
+            by_format.setdefault(fmt, {})[name] = spec
+    if not by_format:
+        return
+    export = subparsers.add_parser(
+        "export", help="write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
+        description="Write a built benchmark in another tool's format.",
+    )
+    formats = export.add_subparsers(dest="export_format", metavar="FORMAT", parser_class=_Parser, required=True)
+    for fmt in sorted(by_format):
+        fmt_parser = formats.add_parser(fmt, help=f"export as {fmt} ({', '.join(sorted(by_format[fmt]))})")
+        benchmarks = fmt_parser.add_subparsers(dest="export_benchmark", metavar="BENCHMARK",
+                                               parser_class=_Parser, required=True)
+        for name in sorted(by_format[fmt]):
+            spec = by_format[fmt][name]
+            parser = benchmarks.add_parser(name, help=spec["help"], description=spec["help"])
+            spec["add_arguments"](parser)
+            parser.set_defaults(func=spec["run"])
+
+
+# --------------------------------------------------------------------------- evaluator
+
+
+class ChronologicEvaluator(BenchmarkEvaluator):
+    name = "chronologic"
+
+    def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
+        _load_modes()
+        parser.description = (
+            "Score models on Chronologic-EN. Modes: "
+            + "; ".join(f"{m.name}: {m.help}" for m in MODES.values())
+        )
+        add_common_arguments(parser)
+        for mode in MODES.values():
+            if mode.add_arguments is not None:
+                mode.add_arguments(parser.add_argument_group(f"--mode {mode.name}"))
+
+    def run_eval(self, args: argparse.Namespace) -> None:
+        _load_modes()
+        mode_of(args).run(args)
+
+    def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
+        parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
+
+    def run_report(self, args: argparse.Namespace) -> None:
+        from .report import run_report
+
+        _load_modes()
+        run_report(args, REPORTERS)
+
+    def add_commands(self, subparsers) -> None:
+        _export_command(subparsers)
+
+    def exporters(self) -> dict[str, dict]:
+        from .lm_eval_export import add_export_arguments, run_export
+
+        return {"lm-eval": {
+            "help": "an lm-evaluation-harness task folder for the likelihood part of Chronologic-EN",
+            "add_arguments": add_export_arguments, "run": run_export,
+        }}
+
+    def demo(self, built, work_dir: Path, report_dir: Path):
+        from .demo import run_demo
+
+        return run_demo(built, work_dir, report_dir)
+
+
+EVALUATOR = ChronologicEvaluator()

@@ -1,0 +1,160 @@
+"""What every Chronologic-EN evaluation mode shares: loading the built questions, the
+wrong-context frame permutation (paper section 6.3) and the likelihood prompt template.
+
+Light to import (no datasets/torch at module level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from histbench.builders.chronologic.taxonomy import REASONING_TYPES
+from histbench.builders.core.errors import EvalError
+
+PROMPT_FILE = "likelihood_prompt.yaml"
+
+
+def load_questions(built, limit: int | None = None) -> list[dict]:
+    """The `questions` config (test split) of a built dataset, sorted by question_number."""
+    if built.benchmark != "chronologic":
+        raise EvalError(f"this is a {built.benchmark!r} build, not chronologic", file=built.path)
+    rows = built.load("questions", "test").to_list()
+    rows.sort(key=lambda r: r["question_number"])
+    if limit is not None:
+        if limit < 1:
+            raise EvalError(f"--limit must be at least 1, got {limit}", field="--limit")
+        rows = rows[:limit]
+    return rows
+
+
+# --------------------------------------------------------------------------- wrong contexts
+
+
+@dataclass(frozen=True)
+class FramePermutation:
+    """question_number -> the question_number whose metadata frame it receives.
+
+    `kept_own` lists questions whose reasoning type has a single question (no other frame
+    to take: they keep their own, and are reported); `same_text` lists questions whose
+    donor's frame text happens to equal their own (e.g. two questions from one volume).
+    """
+
+    donor: dict[int, int]
+    kept_own: tuple[int, ...]
+    same_text: tuple[int, ...]
+    seed: int
+
+    def to_json(self) -> dict:
+        return {
+            "seed": self.seed,
+            "donor": {str(k): v for k, v in sorted(self.donor.items())},
+            "kept_own": list(self.kept_own),
+            "same_text": list(self.same_text),
+        }
+
+
+def derangement(n: int, rng) -> list[int]:
+    """A uniformly random permutation of range(n) with no fixed point (n >= 2), by
+    rejection sampling numpy permutations (about e draws on average)."""
+    if n < 2:
+        raise ValueError("a derangement needs at least two items")
+    while True:
+        perm = rng.permutation(n)
+        if not (perm == range(n)).any():
+            return [int(i) for i in perm]
+
+
+def frame_permutation(questions: Sequence[dict], seed: int = 0) -> FramePermutation:
+    """Give every question the metadata frame of another question of the same reasoning
+    type (paper section 6.3), by a seeded derangement within each type.
+
+    Deterministic: questions are taken in question_number order within each type, types
+    in Table 1 order, with one numpy Generator seeded by `seed`.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    by_type: dict[str, list[dict]] = {}
+    for question in sorted(questions, key=lambda q: q["question_number"]):
+        by_type.setdefault(question["reasoning_type"], []).append(question)
+    donor: dict[int, int] = {}
+    kept: list[int] = []
+    for rtype in [t for t in REASONING_TYPES if t in by_type] + sorted(set(by_type) - set(REASONING_TYPES)):
+        members = by_type[rtype]
+        if len(members) == 1:
+            number = members[0]["question_number"]
+            donor[number] = number
+            kept.append(number)
+            continue
+        perm = derangement(len(members), rng)
+        for member, index in zip(members, perm, strict=True):
+            donor[member["question_number"]] = members[index]["question_number"]
+    frames = {q["question_number"]: q["metadata_frame"] for q in questions}
+    same = [n for n, d in donor.items() if d != n and frames[d] == frames[n]]
+    return FramePermutation(donor, tuple(sorted(kept)), tuple(sorted(same)), seed)
+
+
+def apply_frames(questions: Sequence[dict], permutation: FramePermutation | None) -> list[dict]:
+    """Copies of the questions with `metadata_frame` replaced by the donor's (and the
+    original kept as `original_metadata_frame`, the donor's number as `frame_donor`)."""
+    frames = {q["question_number"]: q["metadata_frame"] for q in questions}
+    out = []
+    for question in questions:
+        number = question["question_number"]
+        donor = number if permutation is None else permutation.donor[number]
+        out.append({**question, "metadata_frame": frames[donor],
+                    "original_metadata_frame": question["metadata_frame"], "frame_donor": donor})
+    return out
+
+
+# --------------------------------------------------------------------------- prompt template
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """The likelihood prompt (sources/chronologic/likelihood_prompt.yaml): `context` with
+    $metadata_frame and $main_question, `continuation` with $answer. `text` is the file's
+    exact text, whose sha256 goes into every result."""
+
+    context: str
+    continuation: str
+    text: str
+    path: str
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PromptTemplate:
+        import yaml
+
+        from histbench.builders.core.resources import Resources
+
+        path = Path(path) if path else Resources.default().source_dir("chronologic") / PROMPT_FILE
+        if not path.is_file():
+            raise EvalError("prompt template not found", file=path)
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) or {}
+        for key in ("context", "continuation"):
+            if not isinstance(data.get(key), str) or not data[key]:
+                raise EvalError(f"the template needs a non-empty text '{key}'", file=path, field=key)
+        for key, needed in (("context", ("metadata_frame", "main_question")), ("continuation", ("answer",))):
+            names = set(Template(data[key]).get_identifiers())
+            missing = [n for n in needed if n not in names]
+            if missing:
+                raise EvalError(f"'{key}' must use ${', $'.join(missing)}", file=path, field=key)
+        return cls(data["context"], data["continuation"], text, str(path))
+
+    @property
+    def sha256(self) -> str:
+        from histbench.eval.signature import hash_text
+
+        return hash_text(self.text)
+
+    def render_context(self, question: dict) -> str:
+        return Template(self.context).substitute(
+            metadata_frame=question["metadata_frame"], main_question=question["main_question"]
+        )
+
+    def render_continuation(self, answer: str) -> str:
+        return Template(self.continuation).substitute(answer=answer)
