@@ -33,7 +33,8 @@ class ValenceBuilder(BenchmarkBuilder):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--scale", default=None, metavar="V1,V2,...",
-            help="the valence scale: increasing values within [-1, 1] (default -1,-0.5,0,0.5,1)",
+            help="the valence scale: increasing values within [-1, 1], written with = because it starts with a "
+            "minus: --scale=-1,0,1 (default -1,-0.5,0,0.5,1)",
         )
         parser.add_argument(
             "--groups", default=None, metavar="G1,G2,...",

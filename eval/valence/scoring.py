@@ -62,8 +62,10 @@ def score_run(sentences: Sequence[dict], predictions: Sequence[dict], annotation
         )
     # keep the order in which models appear in the predictions table (the run's order)
     models = list(dict.fromkeys(p["model"] for p in predictions))
+    from histbench.builders.valence.sentences import GroupSet
+
     seen_groups = list(dict.fromkeys(s["group"] for s in sentences))
-    group_order = [g for g in (groups or []) if g in seen_groups] + [g for g in seen_groups if g not in (groups or [])]
+    group_order = [g for g in GroupSet(tuple(groups) if groups else None).order(seen_groups) if g in seen_groups]
     pairs, candidates = [], []
     for model in models:
         for s in sentences:
