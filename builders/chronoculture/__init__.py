@@ -1,1 +1,11 @@
-"""ChronoCulture builder: WVS and ISSP survey files -> temporal pairs (paper 001)."""
+"""ChronoCulture builder: WVS and ISSP survey files -> temporal pairs (paper 001).
+
+`BUILDER` plugs into `histbench build chronoculture`; `distance` (normalised Wasserstein
+W and shift categories) is shared with the evaluator.
+"""
+
+from .builder import ChronoCultureBuilder
+
+BUILDER = ChronoCultureBuilder()
+
+__all__ = ["BUILDER", "ChronoCultureBuilder"]

@@ -1,0 +1,126 @@
+"""The country table: ISO codes, names and the seven regions of paper appendix C.4.
+
+`sources/chronoculture/countries.csv` (replace it with `--countries FILE`) has the
+columns `iso_numeric, alpha3, alpha2, name, region, aliases`. `aliases` lists, separated
+by `;`, other codes surveys use for the same unit (older numeric codes such as 280 for
+West Germany, or ISSP sample codes such as `DE-W`, `GB-GBN`); several survey samples
+that map to one row are pooled with their own weights. Survey units that have no ISO
+code carry the survey's own code (909 Northern Ireland, 915 Kosovo, 891 Serbia and
+Montenegro).
+
+Regions (C.4): Western (Western Europe, North America, Australia, New Zealand),
+Eastern Europe and Central Asia, Latin America, East Asia, South and Southeast Asia,
+Middle East and North Africa, Sub-Saharan Africa. The paper lists no country-by-country
+assignment; ours is geographic (Cyprus, Malta and Greece are Western; Israel and Turkey
+are in the Middle East and North Africa; Mongolia is in East Asia).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from histbench.builders.core.errors import SourceError
+
+REGIONS: tuple[str, ...] = (
+    "Western",
+    "Eastern Europe and Central Asia",
+    "Latin America",
+    "East Asia",
+    "South and Southeast Asia",
+    "Middle East and North Africa",
+    "Sub-Saharan Africa",
+)
+COLUMNS = ("iso_numeric", "alpha3", "alpha2", "name", "region", "aliases")
+
+
+@dataclass(frozen=True)
+class Country:
+    iso_numeric: int
+    alpha3: str
+    alpha2: str
+    name: str
+    region: str
+
+
+class CountryTable:
+    def __init__(self, countries: list[Country], aliases: dict[str, str], path: Path):
+        self.path = path
+        self.countries = countries
+        self.by_alpha3 = {c.alpha3: c for c in countries}
+        self.by_numeric = {c.iso_numeric: c for c in countries}
+        self.by_alpha2 = {c.alpha2: c for c in countries if c.alpha2}
+        self.aliases = aliases  # upper-case alias -> alpha3
+
+    @classmethod
+    def load(cls, path: Path) -> CountryTable:
+        path = Path(path)
+        try:
+            with path.open(encoding="utf-8", newline="") as handle:
+                reader = csv.DictReader(handle)
+                missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise SourceError(f"country table lacks columns {missing} (expected {list(COLUMNS)})", file=path)
+                rows = list(reader)
+        except OSError as exc:
+            raise SourceError(f"cannot read the country table: {exc}", file=path) from exc
+        countries: list[Country] = []
+        aliases: dict[str, str] = {}
+        seen: dict[str, int] = {}
+        for line, row in enumerate(rows, start=2):
+            try:
+                numeric = int(row["iso_numeric"])
+            except (TypeError, ValueError) as exc:
+                raise SourceError("iso_numeric must be an integer", file=path, row=line, field="iso_numeric") from exc
+            alpha3 = (row["alpha3"] or "").strip().upper()
+            if len(alpha3) != 3:
+                raise SourceError(f"alpha3 must have three letters, got {alpha3!r}", file=path, row=line, field="alpha3")
+            region = (row["region"] or "").strip()
+            if region not in REGIONS:
+                raise SourceError(f"region {region!r} is not one of {list(REGIONS)}", file=path, row=line, field="region")
+            name = (row["name"] or "").strip()
+            if not name:
+                raise SourceError("every country needs a name", file=path, row=line, field="name")
+            for key in (f"n{numeric}", alpha3):
+                if key in seen:
+                    raise SourceError(f"{key.lstrip('n')} is listed twice (also row {seen[key]})", file=path, row=line)
+                seen[key] = line
+            countries.append(Country(numeric, alpha3, (row["alpha2"] or "").strip().upper(), name, region))
+            for alias in (row.get("aliases") or "").split(";"):
+                alias = alias.strip().upper()
+                if alias:
+                    if alias in aliases and aliases[alias] != alpha3:
+                        raise SourceError(f"alias {alias} is used by {aliases[alias]} too", file=path, row=line, field="aliases")
+                    aliases[alias] = alpha3
+        return cls(countries, aliases, path)
+
+    def from_numeric(self, code) -> Country | None:
+        """A numeric survey code (ISO numeric, or a numeric alias such as 280)."""
+        try:
+            number = int(code)
+        except (TypeError, ValueError):
+            return None
+        if number != code and not (isinstance(code, float) and code.is_integer()):
+            return None
+        if number in self.by_numeric:
+            return self.by_numeric[number]
+        alias = self.aliases.get(str(number))
+        return self.by_alpha3.get(alias) if alias else None
+
+    def from_text(self, code: str, coding: str = "alpha2") -> Country | None:
+        """An alphabetic code: an alias (e.g. 'DE-W') first, then alpha-2 or alpha-3.
+
+        For alpha-2 codings a sample suffix ('FR-X') falls back to its first two letters.
+        """
+        text = str(code).strip().upper()
+        if not text:
+            return None
+        if text in self.aliases:
+            return self.by_alpha3.get(self.aliases[text])
+        if coding == "alpha3":
+            return self.by_alpha3.get(text)
+        if text in self.by_alpha2:
+            return self.by_alpha2[text]
+        head = text.split("-")[0].strip()
+        return self.by_alpha2.get(head) if len(head) == 2 else None

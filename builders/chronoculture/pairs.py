@@ -1,0 +1,227 @@
+"""Temporal pairs, sampling noise and the modal-answer variant (paper 3.4-3.6, A.5, F.1, F.4).
+
+Pairs (3.4): one per question x country with gold distributions in at least two
+periods. The newer period is WVS wave 7 (a WVS question x country without a wave-7
+distribution has no pair) or the most recent ISSP year; the older period is the oldest
+available year. d_h = W(G_old, G_new) and its categories under the default, tighter and
+looser boundaries (distance.py).
+
+Sampling noise (F.4): for each pair, 200 times, two independent samples of 500
+respondents are drawn from G_old (multinomial) and W between their empirical
+distributions is computed; the pair stores the median and the 95th percentile
+(numpy's default linear interpolation). The generator of each pair is seeded with
+(build seed, crc32(pair_id)), so a pair's noise does not depend on which other pairs
+the build contains.
+
+Modal-answer variant (3.6, A.5): the label of a period is the mode of its gold
+distribution. A pair enters the `mcq` config when the two largest proportions differ by
+at least 10 points in both periods, and it is either stable, or strong/very strong with
+a mode that changes; moderate pairs are left out. The build summary reports, over all
+pairs, the share of shifted (non-stable) pairs that keep their mode and of stable pairs
+whose mode changes (68.2% and 8.5% in the paper).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .distance import SHIFT_BOUNDARIES, normalised_wasserstein, shift_category
+from .prompts import LETTERS, PromptTemplates
+from .registry import Question
+
+NOISE_DRAWS = 200
+NOISE_RESPONDENTS = 500
+MCQ_MARGIN = 0.10
+MARGIN_TOLERANCE = 1e-12
+
+
+@dataclass
+class Cell:
+    """A gold distribution: one question x country x period."""
+
+    year: int
+    wave: int | None
+    gold: np.ndarray
+    n: int
+    source: str  # "<file name>:<variable>"
+
+
+def pair_id_of(question_id: str, alpha3: str) -> str:
+    return f"{question_id}__{alpha3}"
+
+
+def sampling_noise(g_old, values, rng: np.random.Generator, draws: int = NOISE_DRAWS,
+                   respondents: int = NOISE_RESPONDENTS) -> tuple[float, float]:
+    """(median, 95th percentile) of W between two multinomial samples from g_old (F.4)."""
+    p = np.asarray(g_old, dtype=float)
+    p = p / p.sum()
+    samples = rng.multinomial(respondents, p, size=(draws, 2)) / respondents
+    distances = normalised_wasserstein(samples[:, 0], samples[:, 1], values)
+    return float(np.median(distances)), float(np.percentile(distances, 95))
+
+
+def pair_rng(seed: int, pair_id: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(pair_id.encode("utf-8"))])
+
+
+def top_two_margin(p) -> float:
+    top = np.sort(np.asarray(p, dtype=float))[::-1]
+    return float(top[0] - top[1])
+
+
+def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None) -> tuple[Cell, Cell] | str:
+    """(older, newer) cells of a pair, or the reason there is none."""
+    ordered = sorted(cells, key=lambda c: (c.year, c.wave or 0))
+    if len(ordered) < 2:
+        return "single_period"
+    if question.survey == "WVS":
+        newer = [c for c in ordered if c.wave == newer_wave]
+        if not newer:
+            return "no_newer_wave"
+        older = [c for c in ordered if c.wave is not None and c.wave < newer_wave]
+        if not older:
+            return "single_period"
+        return older[0], newer[0]
+    return ordered[0], ordered[-1]
+
+
+def build_records(
+    cells: dict[tuple[str, str], list[Cell]],
+    questions: dict[str, Question],
+    countries: dict,
+    templates: PromptTemplates,
+    *,
+    seed: int,
+    newer_wave: int | None,
+    noise_draws: int = NOISE_DRAWS,
+    progress=None,
+) -> tuple[dict[str, list[dict]], dict]:
+    """All four configs' records and the pair-level statistics for the summary."""
+    order = {qid: i for i, qid in enumerate(questions)}
+    keys = sorted(cells, key=lambda k: (0 if questions[k[0]].survey == "WVS" else 1, order[k[0]], k[1]))
+    pairs, items, undated, mcq = [], [], [], []
+    no_pair = Counter()
+    mcq_excluded = Counter()
+    iterator = progress(keys, desc="temporal pairs", unit="pair") if progress else keys
+    for qid, alpha3 in iterator:
+        question = questions[qid]
+        country = countries[alpha3]
+        chosen = choose_periods(question, cells[(qid, alpha3)], newer_wave)
+        if isinstance(chosen, str):
+            no_pair[f"{question.survey}:{chosen}"] += 1
+            continue
+        old, new = chosen
+        pid = pair_id_of(qid, alpha3)
+        values = question.values
+        labels = question.labels
+        d_h = normalised_wasserstein(old.gold, new.gold, values)
+        noise_median, noise_p95 = sampling_noise(old.gold, values, pair_rng(seed, pid), draws=noise_draws)
+        category = shift_category(d_h)
+        available = sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0))
+        common = {
+            "survey": question.survey, "question_id": qid, "country_iso3": alpha3,
+        }
+        place = {"country_name": country.name, "region": country.region}
+        topic = {"topic": question.topic, "topic_category": question.category}
+        pairs.append({
+            "pair_id": pid, **common, "question_text": question.text, **topic,
+            "country_iso_numeric": country.iso_numeric, **place,
+            "option_labels": labels, "option_values": values,
+            "year_old": old.year, "year_new": new.year, "wave_old": old.wave, "wave_new": new.wave,
+            "source_old": old.source, "source_new": new.source,
+            "years_available": [c.year for c in available],
+            "G_old": old.gold, "G_new": new.gold, "n_old": old.n, "n_new": new.n,
+            "d_h": d_h, "shift_category": category,
+            "shift_category_tighter": shift_category(d_h, "tighter"),
+            "shift_category_looser": shift_category(d_h, "looser"),
+            "noise_median": noise_median, "noise_p95": noise_p95, "above_noise_p95": bool(d_h > noise_p95),
+        })
+        for period, cell in (("old", old), ("new", new)):
+            items.append({
+                "item_id": f"{pid}__{period}", "pair_id": pid, "period": period, "year": cell.year, **common,
+                **place, **topic, "shift_category": category, "d_h": d_h,
+                "option_labels": labels, "option_values": values, "gold": cell.gold, "n": cell.n,
+                "messages": templates.distribution(country.name, question.text, labels, cell.year),
+            })
+        undated.append({
+            "undated_id": pid, "pair_id": pid, **common, **place, **topic,
+            "option_labels": labels, "option_values": values, "n_years": len(available),
+            "years": [{"year": c.year, "wave": c.wave, "gold": c.gold, "n": c.n} for c in available],
+            "messages": templates.distribution(country.name, question.text, labels, None),
+        })
+        mode_old, mode_new = int(np.argmax(old.gold)), int(np.argmax(new.gold))
+        margin_old, margin_new = top_two_margin(old.gold), top_two_margin(new.gold)
+        changed = mode_old != mode_new
+        pairs[-1]["_mode_changed"] = changed  # for the summary; removed before writing
+        if min(margin_old, margin_new) < MCQ_MARGIN - MARGIN_TOLERANCE:
+            mcq_excluded["margin_below_10_points"] += 1
+            continue
+        if category == "moderate":
+            mcq_excluded["moderate_shift"] += 1
+            continue
+        if category in ("strong", "very_strong") and not changed:
+            mcq_excluded["shifted_mode_unchanged"] += 1
+            continue
+        letters = list(LETTERS[: len(labels)])
+        mcq.append({
+            "mcq_id": pid, "pair_id": pid, **common, **place, **topic, "shift_category": category, "d_h": d_h,
+            "year_old": old.year, "year_new": new.year, "option_labels": labels, "option_letters": letters,
+            "G_old": old.gold, "G_new": new.gold, "mode_old": mode_old, "mode_new": mode_new,
+            "mode_label_old": labels[mode_old], "mode_label_new": labels[mode_new],
+            "answer_old": letters[mode_old], "answer_new": letters[mode_new],
+            "margin_old": margin_old, "margin_new": margin_new, "mode_changed": changed,
+            "messages_old": templates.mcq(country.name, question.text, labels, old.year),
+            "messages_new": templates.mcq(country.name, question.text, labels, new.year),
+        })
+    stats = _statistics(pairs, mcq, no_pair, mcq_excluded)
+    for pair in pairs:
+        pair.pop("_mode_changed", None)
+    return {"pairs": pairs, "items": items, "undated": undated, "mcq": mcq}, stats
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _statistics(pairs: list[dict], mcq: list[dict], no_pair: Counter, mcq_excluded: Counter) -> dict:
+    categories = {
+        name: dict(Counter(p[f"shift_category{'' if name == 'default' else '_' + name}"] for p in pairs))
+        for name in SHIFT_BOUNDARIES
+    }
+    shifted = [p for p in pairs if p["shift_category"] != "stable"]
+    stable = [p for p in pairs if p["shift_category"] == "stable"]
+    shifted_same = sum(not p["_mode_changed"] for p in shifted)
+    stable_changed = sum(p["_mode_changed"] for p in stable)
+    strong = [p for p in pairs if p["shift_category"] in ("strong", "very_strong")]
+    above = Counter(p["shift_category"] for p in pairs if p["above_noise_p95"])
+    total = Counter(p["shift_category"] for p in pairs)
+    return {
+        "shift_categories": categories,
+        "pairs_not_formed": dict(sorted(no_pair.items())),
+        "mode_change": {
+            "shifted_pairs": len(shifted),
+            "shifted_pairs_same_mode": shifted_same,
+            "shifted_pairs_same_mode_share": _share(shifted_same, len(shifted)),
+            "strong_or_very_strong_pairs": len(strong),
+            "strong_or_very_strong_same_mode": sum(not p["_mode_changed"] for p in strong),
+            "stable_pairs": len(stable),
+            "stable_pairs_mode_changed": stable_changed,
+            "stable_pairs_mode_changed_share": _share(stable_changed, len(stable)),
+            "paper": {"shifted_pairs_same_mode_share": 0.682, "stable_pairs_mode_changed_share": 0.085},
+        },
+        "mcq": {
+            "rows": len(mcq),
+            "by_shift_category": dict(Counter(r["shift_category"] for r in mcq)),
+            "excluded": dict(sorted(mcq_excluded.items())),
+        },
+        "noise": {
+            "median_of_noise_median": float(np.median([p["noise_median"] for p in pairs])) if pairs else None,
+            "median_of_noise_p95": float(np.median([p["noise_p95"] for p in pairs])) if pairs else None,
+            "share_above_own_p95_by_category": {c: _share(above[c], total[c]) for c in sorted(total)},
+            "paper": {"median_of_noise_median": 0.016, "median_of_noise_p95": 0.034},
+        },
+    }

@@ -1,0 +1,74 @@
+"""Prompt templates (sources/chronoculture/prompts.yaml) rendered as chat messages.
+
+One file holds every template; its sha256 goes into histbench.json so that a result
+can say which prompts it was scored with. Messages are lists of {role, content}: the
+system message, then one user message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from histbench.builders.core.errors import SourceError
+
+REQUIRED = {
+    "distribution": ("system", "option_line", "dated", "undated"),
+    "mcq": ("system", "option_line", "dated"),
+}
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class PromptTemplates:
+    path: Path
+    sha256: str
+    data: dict
+
+    @classmethod
+    def load(cls, path: Path) -> PromptTemplates:
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+            data = yaml.safe_load(raw.decode("utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise SourceError(f"cannot read the prompt templates: {exc}", file=path) from exc
+        for section, keys in REQUIRED.items():
+            for key in keys:
+                if not isinstance((data.get(section) or {}).get(key), str):
+                    raise SourceError(f"prompt templates need a string '{section}.{key}'", file=path, field=f"{section}.{key}")
+        return cls(path, hashlib.sha256(raw).hexdigest(), data)
+
+    def _render(self, section: str, key: str, **values) -> str:
+        try:
+            return string.Template(self.data[section][key]).substitute(**values)
+        except (KeyError, ValueError) as exc:
+            raise SourceError(f"template '{section}.{key}' uses an unknown placeholder: {exc}", file=self.path) from exc
+
+    def distribution(self, country: str, question: str, labels: list[str], year: int | None) -> list[dict]:
+        """Dated (year given) or undated distribution prompt."""
+        options = "\n".join(self._render("distribution", "option_line", label=label) for label in labels)
+        skeleton = "{" + ", ".join(f"{json.dumps(label, ensure_ascii=False)}: <percent>" for label in labels) + "}"
+        key = "undated" if year is None else "dated"
+        values = {"country": country, "question": question, "options": options, "json_skeleton": skeleton}
+        if year is not None:
+            values["year"] = str(year)
+        return [
+            {"role": "system", "content": self.data["distribution"]["system"].strip()},
+            {"role": "user", "content": self._render("distribution", key, **values)},
+        ]
+
+    def mcq(self, country: str, question: str, labels: list[str], year: int) -> list[dict]:
+        options = "\n".join(
+            self._render("mcq", "option_line", letter=LETTERS[i], label=label) for i, label in enumerate(labels)
+        )
+        return [
+            {"role": "system", "content": self.data["mcq"]["system"].strip()},
+            {"role": "user", "content": self._render("mcq", "dated", country=country, question=question,
+                                                      options=options, year=str(year))},
+        ]

@@ -1,0 +1,306 @@
+"""Survey files -> respondents grouped by country and period, and the question columns.
+
+WVS time series (one file): wave `S002VS` (only the registry's waves, 3-7, are kept),
+country `S003` (ISO numeric; `COUNTRY_ALPHA` when S003 is absent), survey year `S020`,
+weight `S017`. A group is a country x wave; its year is the most frequent S020 among its
+respondents (ties: the earliest), so a fieldwork period spanning two calendar years
+stays one sample (the summary lists such country-waves).
+
+ISSP (one or more files): each file is identified by a registry study (file-name
+pattern) that names its country, weight and year variables. A group is a country x
+year: the module year for a module file, the year variable for a cumulative file.
+
+Respondents outside every group are counted per reason (wave outside 3-7, country code
+not in the country table, no year); respondents with a missing, zero or negative weight
+are kept in their group but cannot contribute to a distribution (counted per file).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from histbench.builders.core.errors import SourceError
+
+from .countries import Country, CountryTable
+from .gold import GroupIndex, weight_status
+from .readers import FileMeta, read_columns
+from .registry import Question, Registry, SourceRef, Study
+
+
+@dataclass
+class FileReport:
+    """What one input file contributed and lost (goes into the build summary)."""
+
+    file: str
+    survey: str
+    study: str | None = None
+    respondents: int = 0
+    excluded: dict[str, dict] = field(default_factory=dict)  # reason -> {code or detail: respondents}
+    weights: dict[str, int] = field(default_factory=dict)  # missing / zero / negative
+    multi_year_groups: list[str] = field(default_factory=list)
+    value_label_check: bool = True
+    missing_questions: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file, "survey": self.survey, "study": self.study, "respondents": self.respondents,
+            "excluded_respondents": self.excluded, "unusable_weights": self.weights,
+            "groups_spanning_several_years": self.multi_year_groups,
+            "value_labels_checked": self.value_label_check, "registry_variables_missing": self.missing_questions,
+        }
+
+
+@dataclass
+class SurveyFile:
+    meta: FileMeta
+    report: FileReport
+    index: GroupIndex
+    columns: dict  # variable -> answers (np.ndarray)
+    questions: list[tuple[Question, SourceRef | None]]
+
+
+def _label(meta: FileMeta, column: str, code) -> str:
+    label = meta.value_labels.get(column, {}).get(float(code)) if _is_number(code) else None
+    shown = _shown(code)
+    return f"{shown} ({label})" if label else shown
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _shown(code) -> str:
+    if _is_number(code):
+        value = float(code)
+        return str(int(value)) if value.is_integer() else str(value)
+    return str(code)
+
+
+def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | None, variable: str) -> None:
+    """Every registry code of the question must be a value label of the variable."""
+    if not meta.has_value_labels:
+        return
+    labels = meta.value_labels.get(variable)
+    if not labels:
+        raise SourceError(
+            f"variable has no value labels, so the registry codes of question {question.id} cannot be checked "
+            "(is this the variable the registry means?)", file=meta.path, field=variable,
+        )
+    for option, codes in zip(question.options, question.codes_for(source), strict=True):
+        absent = [c for c in codes if c not in labels]
+        if absent:
+            known = ", ".join(f"{_shown(k)}={v!r}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))[:12])
+            raise SourceError(
+                f"registry code {_shown(absent[0])} (option {option.label!r} of question {question.id}) "
+                f"is not among the variable's value labels ({known})", file=meta.path, field=variable,
+            )
+
+
+def _map_codes(values: np.ndarray, lookup) -> tuple[np.ndarray, dict]:
+    """Map each distinct value once; returns (alpha3 per respondent or '', {value: n unmapped})."""
+    import pandas as pd
+
+    series = pd.Series(values)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    mapped = np.array([lookup(u) for u in uniques] + [None], dtype=object)
+    result = mapped[codes]  # code -1 -> last entry (None)
+    alpha = np.array([c.alpha3 if c is not None else "" for c in result], dtype=object) if len(result) else np.array([], dtype=object)
+    unmapped = Counter()
+    bad = alpha == ""
+    if bad.any():
+        for value, count in series[bad].value_counts(dropna=False).items():
+            unmapped[value] += int(count)
+    return alpha, dict(unmapped)
+
+
+def _group_index(alpha: np.ndarray, period: np.ndarray, keep: np.ndarray, weight: np.ndarray,
+                 countries: CountryTable, key_of) -> tuple[GroupIndex, np.ndarray]:
+    """Groups of (alpha3, period) over kept rows, in sorted order; returns the index and group ids."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"alpha": alpha[keep], "period": period[keep]})
+    pairs = sorted(set(zip(frame["alpha"], frame["period"], strict=True)))
+    position = {p: i for i, p in enumerate(pairs)}
+    group = np.full(len(alpha), -1, dtype=np.int64)
+    if pairs:
+        ids = pd.MultiIndex.from_arrays([frame["alpha"], frame["period"]]).map(position)
+        group[keep] = np.asarray(ids, dtype=np.int64)
+    weight_ok, _ = weight_status(weight)
+    keys = [key_of(countries.by_alpha3[a], p) for a, p in pairs]
+    return GroupIndex(group, keys, np.asarray(weight, dtype=np.float64), weight_ok), group
+
+
+def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
+    settings = registry.wvs
+    if settings is None or not registry.wvs_questions:
+        raise SourceError("the registry has no WVS questions, but a WVS file was given", file=registry.path)
+    v = settings.variables
+    report = FileReport(meta.path.name, "WVS", value_label_check=meta.has_value_labels)
+    country_col = v.get("country") if v.get("country") in meta.columns else None
+    alpha_col = v.get("country_alpha") if v.get("country_alpha") in meta.columns else None
+    if country_col is None and alpha_col is None:
+        meta.require([v.get("country") or "S003"], f"country: {v.get('country')} (ISO numeric) or {v.get('country_alpha')}")
+    meta.require([v["wave"], v["year"], v["weight"]], "WVS wave, survey year and weight")
+
+    questions = []
+    for question in registry.wvs_questions:
+        if question.variable not in meta.columns:
+            report.missing_questions.append(question.variable)
+            continue
+        check_value_labels(meta, question, None, question.variable)
+        questions.append((question, None))
+    if report.missing_questions and not allow_missing_questions:
+        raise SourceError(
+            f"{len(report.missing_questions)} registry variable(s) are not in this file: "
+            f"{', '.join(report.missing_questions[:15])}{' ...' if len(report.missing_questions) > 15 else ''}; "
+            "use a registry that matches your release (--registry) or --allow-missing-questions to skip them",
+            file=meta.path, field=report.missing_questions[0],
+        )
+
+    text = (alpha_col,) if country_col is None else ()
+    needed = [v["wave"], v["year"], v["weight"], country_col or alpha_col] + [q.variable for q, _ in questions]
+    frame = read_columns(meta, needed, text_columns=tuple(c for c in text if c))
+    report.respondents = len(frame)
+
+    wave = frame[v["wave"]].to_numpy()
+    in_waves = np.isin(wave, settings.waves)
+    outside = Counter(_shown(w) if np.isfinite(w) else "missing" for w in wave[~in_waves])
+    if outside:
+        report.excluded["wave_outside_range"] = dict(sorted(outside.items()))
+
+    if country_col is not None:
+        alpha, unmapped = _map_codes(frame[country_col].to_numpy(), countries.from_numeric)
+    else:
+        alpha, unmapped = _map_codes(frame[alpha_col].to_numpy(), lambda c: countries.from_text(c, "alpha3"))
+    unknown_in_waves = Counter()
+    if unmapped:
+        # count only respondents of the kept waves (the others are already counted)
+        bad = (alpha == "") & in_waves
+        codes = frame[country_col or alpha_col].to_numpy()[bad]
+        for code, n in Counter(_shown(c) if _is_number(c) else str(c) for c in codes).items():
+            name = _label(meta, country_col, code) if country_col and _is_number(code) else code
+            unknown_in_waves[name] += n
+    if unknown_in_waves:
+        report.excluded["country_not_in_table"] = dict(sorted(unknown_in_waves.items()))
+
+    year = frame[v["year"]].to_numpy()
+    keep = in_waves & (alpha != "")
+    index, group = _group_index(alpha, wave, keep, frame[v["weight"]].to_numpy(), countries,
+                                lambda c, w: (c, None, int(w)))
+    # year per country-wave: most frequent S020 (ties: the earliest); groups without any year are dropped
+    import pandas as pd
+
+    has_year = (group >= 0) & np.isfinite(year)
+    tally = pd.DataFrame({"g": group[has_year], "y": year[has_year]}).value_counts().reset_index(name="n")
+    tally = tally.sort_values(["g", "n", "y"], ascending=[True, False, True], kind="mergesort")
+    chosen = tally.drop_duplicates("g").set_index("g")["y"].to_dict()
+    spans = tally.groupby("g")["y"].agg(lambda s: sorted(int(x) for x in s)).to_dict()
+    keys = []
+    drop_groups = []
+    for g, (country, _, w) in enumerate(index.keys):
+        if g not in chosen:
+            drop_groups.append(g)
+            keys.append((country, None, w))
+            continue
+        keys.append((country, int(chosen[g]), w))
+        if len(spans[g]) > 1:
+            report.multi_year_groups.append(
+                f"{country.alpha3} wave {w}: years {', '.join(map(str, spans[g]))} -> {int(chosen[g])}"
+            )
+    if drop_groups:
+        dropped = np.isin(group, drop_groups)
+        report.excluded["missing_year"] = {"respondents": int(dropped.sum())}
+        index.group[dropped] = -1
+    index.keys = keys
+    _, report.weights = weight_status(index.weight[index.group >= 0])
+    columns = {q.variable: frame[q.variable].to_numpy() for q, _ in questions}
+    return SurveyFile(meta, report, index, columns, questions)
+
+
+def _country_lookup(study: Study, meta: FileMeta, countries: CountryTable):
+    spec = study.country
+    labels = meta.value_labels.get(spec.variable, {})
+
+    def lookup(code) -> Country | None:
+        if code is None or (isinstance(code, float) and np.isnan(code)):
+            return None
+        key = float(code) if _is_number(code) else str(code).strip().upper()
+        if key in spec.map:
+            return countries.by_alpha3.get(spec.map[key])
+        if spec.coding == "map":
+            return None
+        if spec.coding == "iso_numeric":
+            return countries.from_numeric(code)
+        if spec.coding in ("alpha2", "alpha3"):
+            return countries.from_text(str(code), spec.coding)
+        label = labels.get(float(code)) if _is_number(code) else None  # label_alpha2
+        if not label:
+            return None
+        text = label.strip().upper()
+        for alias in sorted(countries.aliases, key=len, reverse=True):
+            if not alias.isdigit() and (text == alias or text.startswith(alias + "-") or text.startswith(alias + " ")):
+                return countries.by_alpha3[countries.aliases[alias]]
+        head = text[:2]
+        return countries.by_alpha2.get(head) if text[2:3] in ("-", " ", ".", "") else None
+
+    return lookup
+
+
+def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
+    study = registry.study_for(meta.path)
+    report = FileReport(meta.path.name, "ISSP", study=study.id, value_label_check=meta.has_value_labels)
+    entries = registry.questions_of(study)
+    if not entries:
+        raise SourceError(f"registry study {study.id} has no questions (add '{study.id}: VARIABLE' to their sources)",
+                          file=meta.path)
+    required = [study.country.variable] + ([study.weight] if study.weight else [])
+    if study.year.variable:
+        required.append(study.year.variable)
+    meta.require(required, f"country/weight/year variables of registry study {study.id}")
+    questions = []
+    for question, source in entries:
+        if source.variable not in meta.columns:
+            report.missing_questions.append(source.variable)
+            continue
+        check_value_labels(meta, question, source, source.variable)
+        questions.append((question, source))
+    if report.missing_questions and not allow_missing_questions:
+        raise SourceError(
+            f"registry variable(s) of study {study.id} are not in this file: {', '.join(report.missing_questions)}; "
+            "fix the registry or use --allow-missing-questions to skip them",
+            file=meta.path, field=report.missing_questions[0],
+        )
+    text = (study.country.variable,) if study.country.coding in ("alpha2", "alpha3") else ()
+    frame = read_columns(meta, required + [s.variable for _, s in questions], text_columns=text)
+    report.respondents = n = len(frame)
+
+    alpha, _ = _map_codes(frame[study.country.variable].to_numpy(), _country_lookup(study, meta, countries))
+    bad = alpha == ""
+    if bad.any():
+        codes = Counter(frame[study.country.variable].to_numpy()[bad])
+        report.excluded["country_not_in_table"] = {
+            (_label(meta, study.country.variable, c) if _is_number(c) else str(c) or "empty"): int(k)
+            for c, k in sorted(codes.items(), key=lambda kv: str(kv[0]))
+        }
+    if study.year.fixed is not None:
+        year = np.full(n, float(study.year.fixed))
+    else:
+        raw = frame[study.year.variable].to_numpy()
+        year = np.array([study.year.map.get(float(y), y) for y in raw], dtype=float) if study.year.map else raw
+    no_year = ~np.isfinite(year) & ~bad
+    if no_year.any():
+        report.excluded["missing_year"] = {"respondents": int(no_year.sum())}
+    weight = frame[study.weight].to_numpy() if study.weight else np.ones(n)
+    keep = ~bad & np.isfinite(year)
+    index, _ = _group_index(alpha, np.where(np.isfinite(year), year, -1).astype(np.int64), keep, weight, countries,
+                            lambda c, y: (c, int(y), None))
+    _, report.weights = weight_status(index.weight[index.group >= 0])
+    columns = {s.variable: frame[s.variable].to_numpy() for _, s in questions}
+    return SurveyFile(meta, report, index, columns, questions)
