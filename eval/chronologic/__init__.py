@@ -33,7 +33,7 @@ from histbench.eval.plugin import BenchmarkEvaluator
 DEFAULT_DATASET = "build/chronologic-1.0.0"
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
-MODE_MODULES: tuple[str, ...] = ("likelihood",)
+MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes")
 # Modes named by the benchmark's design that this installation may not provide yet.
 PLANNED_MODES: dict[str, str] = {
     "generate": "free generation (paper 5.2)",
