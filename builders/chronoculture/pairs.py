@@ -110,6 +110,12 @@ def build_records(
     for qid, alpha3 in iterator:
         question = questions[qid]
         country = countries[alpha3]
+        by_year: dict[int, Cell] = {}
+        for cell in sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0)):
+            if cell.year in by_year:  # two WVS waves with the same survey year: keep the later wave
+                no_pair[f"{question.survey}:cell_with_repeated_year_dropped"] += 1
+            by_year[cell.year] = cell
+        cells[(qid, alpha3)] = list(by_year.values())
         chosen = choose_periods(question, cells[(qid, alpha3)], newer_wave)
         if isinstance(chosen, str):
             no_pair[f"{question.survey}:{chosen}"] += 1

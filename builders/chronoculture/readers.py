@@ -119,5 +119,5 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
         elif frame[column].dtype.kind not in "fiub":
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
         if column not in text_columns:
-            frame[column] = frame[column].astype(np.float64, copy=False)
+            frame[column] = frame[column].astype(np.float64)
     return frame

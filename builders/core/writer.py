@@ -196,7 +196,9 @@ def write_build(
             split_infos, size = [], 0
             data_files[config], row_counts[config] = {}, {}
             for split, records in splits.items():
-                dataset = Dataset.from_list(records, features=features[config])
+                # an empty split still gets its columns (from_list([]) would give none)
+                dataset = (Dataset.from_list(records, features=features[config]) if records else
+                           Dataset.from_dict({name: [] for name in features[config]}, features=features[config]))
                 paths = _write_config(dataset, tmp / "data" / config, split)
                 data_files[config][split] = f"data/{config}/{split}-*.parquet"
                 row_counts[config][split] = len(records)

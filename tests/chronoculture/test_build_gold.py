@@ -1,0 +1,88 @@
+"""Gold distributions per question x country x period (paper 3.3, appendix A.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from histbench.builders.chronoculture.gold import GroupIndex, tabulate, weight_status
+
+
+def _index(group, weight):
+    weight = np.asarray(weight, float)
+    ok, _ = weight_status(weight)
+    n_groups = int(max(group)) + 1
+    return GroupIndex(np.asarray(group, np.int64), [("c", 2000 + g, None) for g in range(n_groups)], weight, ok)
+
+
+def test_a2_worked_example_weights_1_1_2_give_50_50():
+    """A.2: Agree (w=1), Agree (w=1), Disagree (w=2) -> Agree 2/4 = 50%, Disagree 2/4 = 50%."""
+    index = _index([0, 0, 0], [1, 1, 2])
+    table = tabulate(np.array([1.0, 1.0, 2.0]), index, [(1.0,), (2.0,)], invalid_codes=(), min_respondents=1)
+    assert table.status == [None]
+    assert table.gold(0).tolist() == [0.5, 0.5]
+    assert table.n_valid.tolist() == [3]
+
+
+def test_invalid_answers_are_removed_before_the_proportions():
+    """3.3: don't know / no answer are dropped; the proportions are over valid answers only."""
+    index = _index([0] * 6, [1] * 6)
+    answers = np.array([1, 1, 2, -1, -2, 8], float)
+    table = tabulate(answers, index, [(1.0,), (2.0,)], invalid_codes=(8.0,), negative_invalid=True, min_respondents=1)
+    assert table.gold(0).tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert table.n_valid.tolist() == [3]
+    assert dict(table.invalid_codes) == {-1: 1, -2: 1, 8: 1}
+
+
+def test_several_codes_can_form_one_option_and_unregistered_codes_are_counted():
+    index = _index([0] * 5, [1] * 5)
+    answers = np.array([1, 2, 3, 3, 7], float)
+    table = tabulate(answers, index, [(1.0, 2.0), (3.0,)], invalid_codes=(), min_respondents=1)
+    assert table.gold(0).tolist() == pytest.approx([0.5, 0.5])
+    assert dict(table.unregistered_codes) == {7: 1}
+
+
+@pytest.mark.parametrize(("n_valid", "kept"), [(499, False), (500, True), (501, True)])
+def test_500_valid_respondents_cutoff(n_valid, kept):
+    """3.2: at least 500 valid respondents per question, country and wave (invalid ones do not count)."""
+    n = n_valid + 40
+    index = _index([0] * n, [1] * n)
+    answers = np.concatenate([np.ones(n_valid), np.full(40, -1.0)])
+    table = tabulate(answers, index, [(1.0,), (2.0,)], invalid_codes=(), negative_invalid=True)
+    assert table.status == [None if kept else "too_few_respondents"]
+
+
+def test_unusable_weights_do_not_count_and_cells_fail_by_rule():
+    """Missing, zero or negative weights leave the respondent out; each failing cell gets one rule."""
+    group = [0] * 4 + [1] * 3 + [2] * 3 + [3] * 2
+    weight = [1, np.nan, 0, -2] + [1, 1, 1] + [np.nan, np.nan, 1] + [1, 1]
+    answers = [1, 1, 2, 2] + [-4, -4, np.nan] + [1, 2, -1] + [-1, -2]
+    index = _index(group, weight)
+    table = tabulate(np.array(answers, float), index, [(1.0,), (2.0,)], invalid_codes=(-1.0, -2.0, -4.0),
+                     not_asked_codes=(-4.0,), min_respondents=1)
+    assert table.status == [None, "not_asked", "missing_weight", "all_answers_invalid"]
+    assert table.n_valid.tolist() == [1, 0, 0, 0]
+    assert table.gold(0).tolist() == [1.0, 0.0]
+    _, counts = weight_status(np.array(weight, float))
+    assert counts == {"missing": 3, "zero": 1, "negative": 1}
+
+
+def test_respondents_outside_every_group_are_ignored():
+    index = _index([-1, 0, 0, -1], [1, 1, 1, 1])
+    table = tabulate(np.array([2, 1, 1, 2], float), index, [(1.0,), (2.0,)], invalid_codes=(), min_respondents=1)
+    assert table.gold(0).tolist() == [1.0, 0.0]
+
+
+def test_groups_are_tabulated_independently_with_weights():
+    rng = np.random.default_rng(3)
+    n = 3000
+    group = rng.integers(0, 3, n)
+    weight = rng.uniform(0.2, 2.0, n)
+    answers = rng.integers(1, 5, n).astype(float)
+    table = tabulate(answers, _index(group, weight), [(1.0,), (2.0,), (3.0,), (4.0,)], invalid_codes=(),
+                     min_respondents=1)
+    for g in range(3):
+        mask = group == g
+        expected = [weight[mask & (answers == c)].sum() / weight[mask].sum() for c in (1, 2, 3, 4)]
+        assert table.gold(g) == pytest.approx(expected, abs=1e-12)
+        assert table.n_valid[g] == mask.sum()
