@@ -1,0 +1,361 @@
+"""The Historical Italian build: sources -> eight configs, with a summary of every rule."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from histbench.builders.core.build import BuildContext
+from histbench.builders.core.errors import BuildError, SourceError
+from histbench.builders.core.writer import BuildOutput
+
+from .authors import AuthorTable
+from .embeddings import Embedder, pair_similarity
+
+SPLIT = "test"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class _Run:
+    def __init__(self, ctx: BuildContext, options: dict) -> None:
+        self.ctx = ctx
+        self.o = options
+        self.configs: dict[str, dict[str, list[dict]]] = {}
+        self.summary: dict = {"sources": {}, "tasks": {}, "absent_tasks": {}}
+        self.md: list[str] = []
+        self._embedder: Embedder | None = None
+        self.books = None
+        self.book_stats: Counter | None = None
+        self.citations = None
+        self.chat = None
+
+    # -- shared ------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder.get(self.o["embedding_model"], int(self.o["embedding_batch_size"]))
+            self.summary["embedding_model"] = self._embedder.identity()
+        return self._embedder
+
+    def source(self, *parts: str) -> Path:
+        return self.ctx.source_file(*parts)
+
+    def authors(self) -> AuthorTable:
+        if getattr(self, "_authors", None) is not None:
+            return self._authors
+        table = AuthorTable()
+        shipped = self.source("authors.csv")
+        n = table.load(shipped, "shipped")
+        info = {"shipped": {"file": "sources/italian/authors.csv", "rows": n, "sha256": _sha256(shipped)}}
+        user = self.ctx.path("authors")
+        if user is not None:
+            info["user"] = {"file": user.name, "rows": table.load(user, "user"), "merge": "user rows add to / replace shipped rows"}
+        self.summary["authors_table"] = info
+        self.ctx.extra_manifest["authors_table"] = info
+        self._authors = table
+        return table
+
+    def load_books(self):
+        if self.books is None:
+            from .bibit import read_books
+
+            self.books, self.book_stats = read_books(self.ctx.path("bibit"))
+            if not self.books:
+                raise SourceError("no Biblioteca Italiana TEI books in this folder", file=self.ctx.path("bibit"))
+        return self.books
+
+    def add(self, config: str, rows: list[dict], stats: dict, md: str) -> None:
+        self.configs[config] = {SPLIT: rows}
+        self.summary["tasks"][config] = {"questions": len(rows), **stats}
+        self.md.append(f"**{config}** ({len(rows)} rows): {md}")
+
+    def absent(self, config: str, why: str) -> None:
+        self.summary["absent_tasks"][config] = why
+        self.md.append(f"**{config}**: not built ({why}).")
+
+    # -- tasks -------------------------------------------------------------------
+
+    def ner(self, corpus: str) -> None:
+        from .letters import (
+            EntityScheme,
+            detect_language,
+            is_letter,
+            letter_files,
+            read_letter,
+            select_subset,
+        )
+
+        config = f"ner_{corpus}"
+        folder = self.ctx.path(corpus)
+        where = self.source("ner_entities.yaml")
+        scheme = EntityScheme.from_config(corpus, yaml.safe_load(where.read_text(encoding="utf-8")), where)
+        xml, other = letter_files(folder)
+        stats: Counter = Counter()
+        stats["files that are not XML (skipped)"] = len(other)
+        letters = []
+        for path in xml:
+            if not is_letter(path):
+                stats["XML files that are not letters (entity lists, schemas; skipped)"] += 1
+                continue
+            letter = read_letter(path, scheme)
+            stats.update(letter.stats)
+            letters.append(letter)
+        if not letters:
+            raise SourceError(f"no TEI letters (files with a correspDesc) in the {corpus} folder", file=folder)
+        stats["letters read"] = len(letters)
+        if corpus == "bellini":
+            keep_codes = [c.lower() for c in self.o["bellini_languages"]]
+            kept = []
+            for letter in letters:
+                if letter.language is None:
+                    letter.language = detect_language(letter.text)
+                    letter.language_source = "detected (langdetect)" if letter.language else "unknown"
+                lang = (letter.language or "").lower()
+                if any(lang == c or lang.startswith(c + "-") for c in keep_codes):
+                    kept.append(letter)
+                else:
+                    stats[f"letters in language {letter.language or 'unknown'} (excluded)"] += 1
+            letters = kept
+        labels = scheme.labels
+        counts = np.array([letter.type_counts(labels) for letter in letters], dtype=float).reshape(len(letters), len(labels))
+        totals = counts.sum(axis=0)
+        extra: dict = {"entity_types": labels, "corpus_entity_counts": dict(zip(labels, map(int, totals), strict=True)),
+                       "letters_in_corpus": len(letters)}
+        md = f"{len(letters)} letters"
+        if corpus == "classense" and self.o["classense_subset"] and letters:
+            chosen, test = select_subset(counts, int(self.o["classense_subset"]), self.ctx.seed, int(self.o["classense_subset_draws"]))
+            extra["subset"] = {
+                "size": len(chosen), "letters": [letters[i].id for i in chosen], **test,
+                "subset_entity_counts": dict(zip(labels, map(int, counts[chosen].sum(axis=0)), strict=True)),
+            }
+            md += (f"; subset of {len(chosen)} chosen to keep the entity-type distribution: chi-square "
+                   f"{test['chi2']:.3f} (df {test['dof']}, p {test['p_value']:.3f})")
+            letters = [letters[i] for i in chosen]
+        rows = []
+        for letter in letters:
+            rows.append({
+                "id": letter.id, "file": letter.file, "title": letter.title, "text": letter.text,
+                "entities": [{k: e[k] for k in ("text", "start", "end", "type", "element", "ref", "parts")} for e in letter.entities],
+                "excluded_references": [{k: e[k] for k in ("text", "start", "end", "element", "reason")} for e in letter.excluded],
+                "entity_types": labels,
+                "sender": letter.sender, "recipient": letter.recipient, "date": letter.date, "place": letter.place,
+                "language": letter.language, "language_source": letter.language_source, "n_chars": len(letter.text),
+            })
+        entity_counts = Counter(e["type"] for r in rows for e in r["entities"])
+        md += "; entities " + ", ".join(f"{label} {entity_counts.get(label, 0)}" for label in labels)
+        excluded = sum(len(r["excluded_references"]) for r in rows)
+        md += f"; {excluded} indirect references kept apart"
+        self.add(config, rows, {**extra, "counts": dict(stats)}, md + ".")
+
+    def wsd(self) -> None:
+        from . import wsd as W
+        from .manzoni import group_phrases, read_leggomanzoni
+
+        read = read_leggomanzoni(self.ctx.path("leggomanzoni"))
+        stats = Counter(read.stats)
+        phrases = group_phrases(read.notes, int(self.o["wsd_max_phrase_words"]), stats)
+        entries = W.make_entries(read, phrases, self.o["wsd_context"])
+        prompts = yaml.safe_load(self.source("prompts.yaml").read_text(encoding="utf-8"))["build"]
+        chat = self.chat_client()
+        if chat is not None:
+            W.chat_screen_and_answer(entries, chat, prompts, stats)
+        else:
+            for entry in entries:
+                entry.screening = W.offline_screen(entry)
+                if entry.screening["kept"]:
+                    entry.answer = W.offline_answer(entry)
+                    entry.synthesis = "offline: consensus gloss"
+        kept = [e for e in entries if e.screening["kept"]]
+        stats["entries screened out (not about meaning)"] = len(entries) - len(kept)
+        threshold = float(self.o["wsd_similarity_threshold"])
+        sims = pair_similarity(self.embedder, [e.text for e in kept], [e.answer for e in kept])
+        for entry, sim in zip(kept, sims, strict=True):
+            entry.similarity = float(sim)
+        passing = [e for e in kept if e.similarity < threshold]
+        stats[f"entries whose phrase-answer similarity is >= {threshold} (too easy, left out)"] = len(kept) - len(passing)
+        rng = np.random.default_rng(self.ctx.seed)
+        limit = int(self.o["wsd_questions"])
+        chosen = passing
+        if limit and len(passing) > limit:
+            picks = sorted(int(i) for i in rng.choice(len(passing), size=limit, replace=False))
+            chosen = [passing[i] for i in picks]
+            stats[f"entries not drawn among the {limit} questions"] = len(passing) - limit
+        synonyms = W.load_synonyms(Path(self.o["wsd_synonyms"])) if self.o["wsd_synonyms"] else None
+        chat_lists = W.chat_distractors(chosen, chat, prompts, W.N_CANDIDATES - 1) if chat is not None else None
+        W.choose_distractors(chosen, passing, self.embedder, threshold, synonyms, chat_lists, stats)
+        rows = []
+        sources = Counter()
+        for entry in chosen:
+            if len(entry.distractors) < W.N_CANDIDATES - 1:
+                stats["entries without five usable distractors (left out)"] += 1
+                continue
+            sources.update(s for _, s in entry.distractors)
+            rows.append(W.to_record(entry, len(rows), rng, self.o["embedding_model"]))
+        source_kinds = Counter(s.split(" (")[0] for s in sources.elements())
+        md = (f"{stats['phrases explained by at least two commentators']} phrases explained by at least two of "
+              f"{len(read.commentators)} commentators; {len(kept)} kept by screening "
+              f"({'chat: ' + chat.spec if chat else 'offline short-gloss heuristic'}); {len(passing)} below the "
+              f"{threshold} similarity; distractors from " + ", ".join(f"{k} ({v})" for k, v in source_kinds.items()) + ".")
+        self.add("wsd", rows, {"counts": dict(stats), "commentators": read.commentators,
+                               "distractor_sources": dict(source_kinds)}, md)
+
+    def chat_client(self):
+        if not self.o["chat_model"]:
+            return None
+        if self.chat is None:
+            from .chat import ChatClient
+
+            self.chat = ChatClient(self.o["chat_model"], self.o["chat_options"], Path(self.o["chat_cache"]))
+            self.summary["chat_model"] = self.chat.identity()
+        return self.chat
+
+    def syntax(self) -> None:
+        from .syntax import deprel_questions, head_questions, read_conllu
+
+        sentences, stats = read_conllu(self.ctx.path("cavalcanti"))
+        names = yaml.safe_load(self.source("deprel_names.yaml").read_text(encoding="utf-8"))
+        head_stats = Counter(stats)
+        heads = head_questions(sentences, self.ctx.seed, head_stats)
+        self.add("head", heads, {"counts": dict(head_stats)}, f"one question per sentence of {len(sentences)} sentences.")
+        rel_stats = Counter(stats)
+        rels = deprel_questions(sentences, names, int(self.o["deprel_per_relation"]), list(self.o["deprel_exclude"]),
+                                self.ctx.seed, rel_stats)
+        types = len({q["deprel"] for q in rels})
+        self.add("deprel", rels, {"counts": dict(rel_stats), "relation_types": types},
+                 f"{self.o['deprel_per_relation']} questions per relation type, {types} types.")
+
+    def chrono(self) -> None:
+        from .bibit import cut_snippets
+        from .chrono import Pool, authorship_questions, ranking_questions
+
+        books = self.load_books()
+        table = self.authors()
+        excluded = table.excluded_names()
+        if self.citations is not None:
+            from .intertext import poets
+
+            excluded |= poets(self.citations, self.o["intertext_types"], table)
+        stats: Counter = Counter(self.book_stats)
+        missing: dict[str, list[str]] = {}
+        genres = [g for g in self.o["genres"]]
+        per_genre: dict[str, list] = {g: [] for g in genres}
+        used_authors: dict[str, set] = {g: set() for g in genres}
+        from . import GENRES
+
+        for book in books:
+            genre = GENRES.get((book.genre or "").strip().lower())
+            if genre is None or genre not in genres:
+                stats[f"books of genre {book.genre or 'unknown'} (not used)"] += 1
+                continue
+            if book.languages and not any(lang.startswith("it") for lang in book.languages):
+                stats["books not in Italian (langUsage; excluded)"] += 1
+                continue
+            author = table.find(book.author, book.author_alt)
+            if author is None:
+                missing.setdefault(book.author, []).append(book.id)
+                stats["books whose author has no birth year in the authors table (excluded)"] += 1
+                continue
+            if author.name in excluded:
+                stats["books by authors in other tasks (excluded)"] += 1
+                continue
+            snippets = cut_snippets(book, int(self.o["snippet_min_chars"]), int(self.o["snippet_max_chars"]), stats)
+            if not snippets:
+                stats["books with no snippet"] += 1
+                continue
+            for snippet in snippets:
+                per_genre[genre].append((snippet, author))
+            used_authors[genre].add(author.name)
+        ranking, authorship = [], []
+        genre_info = {}
+        for genre in genres:
+            items = per_genre[genre]
+            genre_info[genre] = {"snippets": len(items), "authors": len(used_authors[genre])}
+            if not items:
+                stats[f"{genre}: no snippets (no book of this genre)"] += 1
+                continue
+            vectors = self.embedder.encode([s.text for s, _ in items])
+            pool = Pool(genre, [s for s, _ in items], np.array([a.birth_year for _, a in items]), [a.name for _, a in items], vectors)
+            n = int(self.o["questions_per_genre"])
+            ranking += ranking_questions(pool, n, int(self.o["ranking_min_gap"]), self.ctx.seed, stats)
+            authorship += authorship_questions(pool, n, int(self.o["authorship_max_gap"]), self.ctx.seed, stats)
+        common = {"counts": dict(stats), "genres": genre_info, "authors_missing_birth_year": missing,
+                  "excluded_authors_in_other_tasks": sorted(excluded)}
+        missing_md = (" Authors without a birth year (add them with --authors): " + "; ".join(sorted(missing)) + ".") if missing else ""
+        by_genre = lambda qs: ", ".join(f"{g} {sum(1 for q in qs if q['genre'] == g)}" for g in genres)  # noqa: E731
+        self.add("chrono_ranking", ranking, common, f"{by_genre(ranking)}; authors >= {self.o['ranking_min_gap']} years apart.{missing_md}")
+        self.add("authorship", authorship, common, f"{by_genre(authorship)}; other author born < {self.o['authorship_max_gap']} years apart.")
+
+    def intertext(self) -> None:
+        from .intertext import intertext_questions
+
+        stats: Counter = Counter()
+        rows = intertext_questions(self.citations, self.load_books(), self.authors(), list(self.o["intertext_types"]),
+                                   int(self.o["intertext_chunk_lines"]), float(self.o["intertext_min_score"]),
+                                   self.ctx.seed, stats)
+        stats.update(self.citation_stats)
+        self.add("intertext", rows, {"counts": dict(stats)},
+                 f"citation pairs of type {', '.join(self.o['intertext_types'])} located in Biblioteca Italiana poems; "
+                 f"{self.o['intertext_chunk_lines']}-line chunks.")
+
+    # -- driver ------------------------------------------------------------------
+
+    def run(self) -> BuildOutput:
+        given = {role: [f.path.name for f in files] for role, files in self.ctx.inputs.items()}
+        for role in self.ctx.manifest.inputs:
+            self.summary["sources"][role] = given.get(role) or ("shipped sources/italian/authors.csv" if role == "authors" else None)
+        has = lambda role: self.ctx.path(role) is not None  # noqa: E731
+        if has("dantesources"):
+            from .intertext import load_citations
+
+            query = Path(self.o["intertext_query"]) if self.o["intertext_query"] else self.source("dantesources.rq")
+            self.citations, self.citation_stats = load_citations(self.ctx.path("dantesources"), query)
+            self.summary["intertext_query"] = {"file": str(query) if self.o["intertext_query"] else "sources/italian/dantesources.rq",
+                                               "sha256": _sha256(query)}
+        try:
+            if has("leggomanzoni"):
+                self.wsd()
+            else:
+                self.absent("wsd", "no --leggomanzoni folder given")
+            for corpus in ("classense", "bellini"):
+                if has(corpus):
+                    self.ner(corpus)
+                else:
+                    self.absent(f"ner_{corpus}", f"no --{corpus} folder given")
+            if has("bibit"):
+                self.chrono()
+            else:
+                self.absent("chrono_ranking", "no --bibit folder given")
+                self.absent("authorship", "no --bibit folder given")
+            if has("cavalcanti"):
+                self.syntax()
+            else:
+                self.absent("head", "no --cavalcanti folder given")
+                self.absent("deprel", "no --cavalcanti folder given")
+            if has("dantesources") and has("bibit"):
+                self.intertext()
+            else:
+                missing = [f"--{r}" for r in ("dantesources", "bibit") if not has(r)]
+                self.absent("intertext", f"no {' and '.join(missing)} given")
+        finally:
+            if self.chat is not None:
+                self.summary["chat_requests"] = {"asked": self.chat.asked, "from_cache": self.chat.cached}
+                self.chat.close()
+        if not self.configs:
+            raise BuildError("no task could be built from the given sources")
+        order = [c for c in ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext") if c in self.configs]
+        configs = {c: self.configs[c] for c in order}
+        json.dumps(self.summary, default=str)  # fail early on anything not JSON-able
+        return BuildOutput(configs=configs, summary=self.summary, summary_markdown="\n\n".join(self.md))
+
+
+def build_italian(ctx: BuildContext, options: dict) -> BuildOutput:
+    return _Run(ctx, options).run()

@@ -1,0 +1,303 @@
+"""Safe XML reading and TEI text linearisation with character offsets.
+
+Every XML file of this benchmark (TEI P5 letters and commentaries, TEI P4 books of the
+Biblioteca Italiana with a DOCTYPE pointing at a host that cannot be reached) is parsed
+with lxml from bytes, never touching the network:
+
+- `no_network=True`, `load_dtd=False`, `resolve_entities=False`;
+- a resolver that answers every external load (DTD subsets, XIncludes) with an empty
+  document, so nothing outside the file is ever read, whatever libxml2 decides to fetch;
+- `collect_ids=False`: duplicate `xml:id`s (present in real commentaries) are a validity
+  problem, not a well-formedness one, and must not stop a build.
+
+A file that is not well-formed XML raises `SourceError` naming the file, the line and
+the column.
+
+`TextBuilder` turns a TEI element tree into the plain text a model sees, keeping track of
+where marked-up spans (entities) start and end in that text. The rules (see
+`linearise`): whitespace runs collapse to one space; block elements (p, ab, opener,
+closer, salute, dateline, ...) are separated by a newline; `lb`/`pb`/`cb` are a space,
+or nothing at all with `break="no"` (a word split across lines is joined);
+`pc force="inter"` (an end-of-line hyphen) disappears and joins the word; `w` and blocks
+split with `part="I"/"M"/"F"` are joined; `choice` shows one reading (expan over abbr,
+corr over sic, orig over reg); `del`, `note`, `fw`, `figure` and `gap` add no text.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lxml import etree
+
+from histbench.builders.core.errors import SourceError
+
+XML_NS = "http://www.w3.org/XML/1998/namespace"
+XML_LANG = f"{{{XML_NS}}}lang"
+XML_ID = f"{{{XML_NS}}}id"
+
+_WS = re.compile(r"\s+")
+
+
+class _NoExternal(etree.Resolver):
+    """Answer every external resource (DTD, entity, XInclude) with an empty document."""
+
+    def resolve(self, system_url, public_id, context):  # noqa: D401 - lxml API
+        return self.resolve_string("", context)
+
+
+def _parser() -> etree.XMLParser:
+    parser = etree.XMLParser(
+        no_network=True, load_dtd=False, resolve_entities=False, collect_ids=False,
+        remove_blank_text=False, huge_tree=True,
+    )
+    parser.resolvers.add(_NoExternal())
+    return parser
+
+
+def parse_xml(path: Path) -> etree._ElementTree:
+    """Parse one XML file safely (see module doc); SourceError names file and line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read the file: {exc}", file=path) from exc
+    if not data.strip():
+        raise SourceError("the file is empty (expected a TEI XML document)", file=path)
+    try:
+        return etree.parse(io.BytesIO(data), _parser(), base_url=None)
+    except etree.XMLSyntaxError as exc:
+        line, column = exc.position if exc.position else (exc.lineno, 0)
+        message = exc.msg or str(exc)
+        message = re.sub(r",? line \d+, column \d+.*$", "", message).strip()
+        raise SourceError(f"line {line}, column {column}: not well-formed XML: {message}", file=path) from exc
+
+
+def local(element) -> str:
+    """The element's name without namespace ('' for comments and processing instructions)."""
+    tag = element.tag
+    if not isinstance(tag, str):
+        return ""
+    return tag.rsplit("}", 1)[-1]
+
+
+def lang_of(element) -> str | None:
+    """xml:lang (TEI P5) or lang (TEI P4) of the element itself."""
+    return element.get(XML_LANG) or element.get("lang")
+
+
+def inherited_lang(element) -> str | None:
+    node = element
+    while node is not None:
+        value = lang_of(node)
+        if value:
+            return value
+        node = node.getparent()
+    return None
+
+
+def find_all(root, name: str) -> list:
+    """Every descendant element whose local name is `name` (namespace-agnostic)."""
+    return [el for el in root.iter() if local(el) == name]
+
+
+def find_first(root, name: str):
+    for el in root.iter():
+        if local(el) == name:
+            return el
+    return None
+
+
+def children(element, name: str | None = None) -> list:
+    return [c for c in element if isinstance(c.tag, str) and (name is None or local(c) == name)]
+
+
+def plain_text(element, skip: Iterable[str] = ("note", "del", "fw", "figure", "figDesc")) -> str:
+    """All text of an element (tails included, skipped children's own text left out),
+    whitespace collapsed."""
+    skip = set(skip)
+    parts: list[str] = []
+
+    def walk(el) -> None:
+        if local(el) in skip:
+            return
+        if isinstance(el.tag, str) and el.text:
+            parts.append(el.text)
+        for child in el:
+            walk(child)
+            if child.tail:
+                parts.append(child.tail)
+
+    walk(element)
+    return _WS.sub(" ", "".join(parts)).strip()
+
+
+# ----------------------------------------------------------------------------- builder
+
+
+@dataclass
+class Mark:
+    """A marked-up span in the linearised text (start/end are character offsets)."""
+
+    key: int
+    element: str
+    attrs: dict
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class TextBuilder:
+    """Accumulates text with lazy separators, so offsets point at the final string.
+
+    - `text(s)`: content; inner whitespace collapses to one space; leading/trailing
+      whitespace becomes a pending space.
+    - `space()` / `block()`: a pending separator (a block is a newline and wins over a space).
+    - `glue()`: the next content follows the previous one with no separator at all, even
+      across blocks (hyphenated words, `break="no"`, split `w`).
+    - `start(mark)` / `end(mark)`: a span starts at the next content character (after
+      the separator) and ends right after the last content character.
+    """
+
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    pending: int = 0          # 0 none, 1 space, 2 newline
+    glued: bool = False
+    waiting: list[Mark] = field(default_factory=list)
+
+    def _emit(self, core: str) -> None:
+        if self.length and not self.glued and self.pending:
+            sep = "\n" if self.pending == 2 else " "
+            self.parts.append(sep)
+            self.length += 1
+        self.pending = 0
+        self.glued = False
+        for mark in self.waiting:
+            mark.start = self.length
+        self.waiting = []
+        self.parts.append(core)
+        self.length += len(core)
+
+    def text(self, value: str | None) -> None:
+        if not value:
+            return
+        core = value.strip()
+        if value[:1].isspace():
+            self.space()
+        if core:
+            self._emit(_WS.sub(" ", core))
+            if value[-1:].isspace():
+                self.space()
+
+    def space(self) -> None:
+        if not self.glued:
+            self.pending = max(self.pending, 1)
+
+    def block(self) -> None:
+        if not self.glued:
+            self.pending = 2
+
+    def glue(self) -> None:
+        self.glued = True
+        self.pending = 0
+
+    def start(self, mark: Mark) -> None:
+        self.waiting.append(mark)
+
+    def end(self, mark: Mark) -> None:
+        if mark in self.waiting:      # nothing was emitted inside the span
+            self.waiting.remove(mark)
+            mark.start = mark.end = None
+            return
+        mark.end = self.length
+
+    def result(self) -> str:
+        return "".join(self.parts)
+
+
+BLOCKS = frozenset({
+    "p", "ab", "opener", "closer", "salute", "dateline", "signed", "postscript", "div", "div1", "div2",
+    "div3", "head", "list", "item", "lg", "l", "address", "addrLine", "trailer", "byline", "argument",
+    "epigraph", "table", "row", "sp", "speaker", "stage", "quote",
+})
+SILENT = frozenset({"note", "del", "fw", "figure", "figDesc", "graphic", "gap", "surplus", "facsimile", "teiHeader", "back", "front"})
+CHOICE_PREFERENCE = ("expan", "corr", "orig", "reg", "sic", "abbr", "seg")
+
+MarkFn = Callable[[object], dict | None]
+
+
+def linearise(root, marker: MarkFn | None = None, skip: Callable[[object], bool] | None = None) -> tuple[str, list[Mark]]:
+    """Plain text of `root` and the marks that `marker` asked for.
+
+    `marker(element)` returns a dict of attributes for an element to be marked (a span
+    is recorded around its content), or None. `skip(element)` may drop further elements
+    (with their content, keeping their tail).
+    """
+    builder = TextBuilder()
+    marks: list[Mark] = []
+
+    def walk(el) -> None:
+        name = local(el)
+        if not name:                      # comment or processing instruction
+            return
+        if name in SILENT or (skip is not None and skip(el)):
+            return
+        part = el.get("part")
+        if name in ("lb", "pb", "cb"):
+            if el.get("break") == "no":
+                builder.glue()
+            else:
+                builder.space()
+            return
+        if name == "pc" and el.get("force") == "inter":
+            builder.glue()
+            return
+        if name == "space":
+            builder.space()
+            return
+        if name == "choice":
+            options = {local(c): c for c in el if isinstance(c.tag, str)}
+            chosen = next((options[n] for n in CHOICE_PREFERENCE if n in options), None)
+            if chosen is None and options:
+                chosen = next(iter(options.values()))
+            if chosen is not None:
+                _content(chosen)
+            return
+        is_block = name in BLOCKS
+        if is_block and part not in ("M", "F"):
+            builder.block()
+        if name == "w" and part in ("M", "F"):
+            builder.glue()
+        mark = None
+        if marker is not None:
+            attrs = marker(el)
+            if attrs is not None:
+                mark = Mark(len(marks), name, attrs)
+                marks.append(mark)
+                builder.start(mark)
+        _content(el)
+        if mark is not None:
+            builder.end(mark)
+        if name == "w" and part in ("I", "M"):
+            builder.glue()
+        if is_block:
+            if part in ("I", "M"):
+                builder.space()
+            else:
+                builder.block()
+
+    def _content(el) -> None:
+        builder.text(el.text)
+        for child in el:
+            walk(child)
+            builder.text(child.tail)
+
+    walk(root)
+    return builder.result(), marks
+
+
+def normalise_space(text: str) -> str:
+    return _WS.sub(" ", text).strip()
