@@ -1,0 +1,488 @@
+"""MHER construction rules (paper section 4), as pure functions on a `Registry`.
+
+Order of the build (nothing here looks at a model or at any evaluation output):
+
+1. primary entities: confirmed persons with at least one mention;
+2. exact-surface hard-negative components: persons sharing a surface after NFKC +
+   casefold are linked, and each connected component goes to one split;
+3. entity-disjoint DEV/TEST split of the components (seeded, default 17/84 to DEV);
+4. name-only pairs per split: same pairs from two mentions of one person (pairs whose
+   surfaces are identical after NFKC + casefold are dropped: they are duplicates, not
+   reconciliation questions), at most `cap` per person; different pairs with
+   identical-surface ones first, then near-surface ones, then a seeded random draw, at
+   most `cap` per unordered pair of persons, as many as same pairs (balanced);
+5. challenge labels (before any evaluation): cross-language, cross-script,
+   near-surface, identical-surface;
+6. mention contexts from mention x source evidence, after excluding evidence that states
+   equivalence, names the person otherwise than by the side's own surface, or is copied
+   between mentions;
+7. the source-grounded subset: every name-only same pair whose sides both have context
+   and independent evidence sources; identical-surface different pairs obligatorily;
+   the other different pairs ranked by a frozen rule (character 2-5-gram TF-IDF cosine
+   of the two contexts, highest first, i.e. the most contextually confusable);
+8. three deterministic derangements A/B/C of each split's context pool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from histbench.builders.core.errors import BuildError, SourceError
+
+from .registry import Evidence, Mention, Registry
+from .text import NEAR_SURFACE_THRESHOLD, CueList, find_names, normalise, phrase_pattern, surface_similarity
+
+SPLITS = ("dev", "test")
+LABELS = ("same", "different")
+DERANGEMENTS = ("A", "B", "C")
+CHALLENGES = ("cross_language", "cross_script", "near_surface", "identical_surface")
+NAME_MASK = "[name withheld]"
+
+# Sub-seeds: every random step draws from its own stream, so changing one step never
+# shifts another.
+_STEP = {"split": 1, "same": 2, "different": 3, "order": 4, "sides": 5, "keys": 6, "balance": 7, "derange": 8}
+
+
+def rng_for(seed: int, step: str, *extra: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), _STEP[step], *extra])
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    seed: int = 0
+    dev_fraction: float = 17 / 84
+    max_pairs_per_entity_pair: int = 3
+    near_surface_threshold: float = NEAR_SURFACE_THRESHOLD
+
+
+# ---------------------------------------------------------------------------- entities
+
+
+def primary_persons(registry: Registry) -> list[str]:
+    """Confirmed persons with at least one mention, in registry order."""
+    with_mentions = {m.person_id for m in registry.mentions.values()}
+    return [pid for pid, p in registry.persons.items() if p.status == "confirmed" and pid in with_mentions]
+
+
+def hard_negative_components(registry: Registry, persons: list[str]) -> list[list[str]]:
+    """Connected components of persons linked by a shared NFKC+casefold surface."""
+    parent = {p: p for p in persons}
+
+    def find(p: str) -> str:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    by_surface: dict[str, set[str]] = defaultdict(set)
+    for mention in registry.mentions.values():
+        if mention.person_id in parent:
+            by_surface[normalise(mention.surface)].add(mention.person_id)
+    for owners in by_surface.values():
+        owners = sorted(owners)
+        for other in owners[1:]:
+            parent[find(other)] = find(owners[0])
+    groups: dict[str, list[str]] = defaultdict(list)
+    for p in persons:
+        groups[find(p)].append(p)
+    order = {p: i for i, p in enumerate(persons)}
+    return sorted((sorted(g, key=order.get) for g in groups.values()), key=lambda g: order[g[0]])
+
+
+def split_entities(components: list[list[str]], seed: int, dev_fraction: float) -> dict[str, str]:
+    """Person -> 'dev' | 'test'. Components are shuffled (seeded) and go to DEV while it
+    stays within round(n * dev_fraction) persons; a component never straddles splits."""
+    if not 0.0 < dev_fraction < 1.0:
+        raise BuildError(f"--dev-fraction must be between 0 and 1, got {dev_fraction}")
+    total = sum(len(c) for c in components)
+    target = int(round(total * dev_fraction))
+    if total >= 2:
+        target = min(max(target, 1), total - 1)
+    order = rng_for(seed, "split").permutation(len(components))
+    assignment: dict[str, str] = {}
+    dev_count = 0
+    for index in order:
+        component = components[index]
+        split = "dev" if dev_count + len(component) <= target else "test"
+        if split == "dev":
+            dev_count += len(component)
+        for person in component:
+            assignment[person] = split
+    return assignment
+
+
+# ---------------------------------------------------------------------------- pairs
+
+
+@dataclass
+class Pair:
+    split: str
+    a: Mention
+    b: Mention
+    label: str
+    similarity: float
+    challenge: dict[str, bool]
+    pair_id: str = ""
+    selection: str = ""
+    context_similarity: float | None = None
+
+    @property
+    def persons(self) -> tuple[str, str]:
+        return self.a.person_id, self.b.person_id
+
+    @property
+    def entity_pair(self) -> tuple[str, str]:
+        return tuple(sorted(self.persons))  # type: ignore[return-value]
+
+    @property
+    def mention_ids(self) -> tuple[str, str]:
+        return tuple(sorted((self.a.mention_id, self.b.mention_id)))  # type: ignore[return-value]
+
+
+def challenge_labels(a: Mention, b: Mention, label: str, similarity: float, threshold: float) -> dict[str, bool]:
+    """Pair properties fixed before any evaluation (section 4.2).
+
+    identical_surface and near_surface concern different-person pairs only (surface and
+    identity point in opposite directions); near_surface excludes identical surfaces.
+    """
+    identical = normalise(a.surface) == normalise(b.surface)
+    return {
+        "cross_language": a.language.casefold() != b.language.casefold(),
+        "cross_script": a.script.casefold() != b.script.casefold(),
+        "near_surface": label == "different" and not identical and similarity >= threshold,
+        "identical_surface": label == "different" and identical,
+    }
+
+
+def make_pair(split: str, a: Mention, b: Mention, threshold: float) -> Pair:
+    a, b = sorted((a, b), key=lambda m: m.mention_id)
+    label = "same" if a.person_id == b.person_id else "different"
+    similarity = surface_similarity(a.surface, b.surface)
+    return Pair(split, a, b, label, similarity, challenge_labels(a, b, label, similarity, threshold))
+
+
+@dataclass
+class NameOnlySelection:
+    pairs: list[Pair]
+    counts: dict
+
+
+def select_name_only(
+    registry: Registry, split_of: dict[str, str], split: str, options: BuildOptions
+) -> NameOnlySelection:
+    persons = [p for p, s in split_of.items() if s == split]
+    mentions = {p: sorted(registry.mentions_of(p), key=lambda m: m.mention_id) for p in persons}
+    cap = options.max_pairs_per_entity_pair
+    if cap < 1:
+        raise BuildError(f"--max-pairs-per-entity-pair must be at least 1, got {cap}")
+    counts: Counter = Counter()
+
+    same: list[Pair] = []
+    for index, person in enumerate(sorted(persons)):
+        candidates = []
+        for a, b in itertools.combinations(mentions[person], 2):
+            if normalise(a.surface) == normalise(b.surface):
+                counts["same_identical_surface_dropped"] += 1
+                continue
+            candidates.append(make_pair(split, a, b, options.near_surface_threshold))
+        counts["same_candidates"] += len(candidates)
+        order = rng_for(options.seed, "same", SPLITS.index(split), index).permutation(len(candidates))
+        kept = [candidates[i] for i in order[:cap]]
+        counts["same_over_cap"] += len(candidates) - len(kept)
+        same.extend(kept)
+
+    candidates = []
+    for p, q in itertools.combinations(sorted(persons), 2):
+        for a in mentions[p]:
+            for b in mentions[q]:
+                candidates.append(make_pair(split, a, b, options.near_surface_threshold))
+    candidates.sort(key=lambda pair: pair.mention_ids)
+    counts["different_candidates"] = len(candidates)
+    per_entity_pair: Counter = Counter()
+    chosen: list[Pair] = []
+    target = len(same)
+
+    def take(pool: list[Pair], reason: str) -> None:
+        for pair in pool:
+            if len(chosen) >= target and reason != "identical_surface":
+                return
+            if per_entity_pair[pair.entity_pair] >= cap:
+                counts[f"different_{reason}_over_cap"] += 1
+                continue
+            per_entity_pair[pair.entity_pair] += 1
+            pair.selection = reason
+            chosen.append(pair)
+
+    identical = [p for p in candidates if p.challenge["identical_surface"]]
+    near = sorted(
+        (p for p in candidates if p.challenge["near_surface"]), key=lambda p: (-p.similarity, p.mention_ids)
+    )
+    take(identical, "identical_surface")
+    take(near, "near_surface")
+    taken = {id(p) for p in chosen}
+    rest = [p for p in candidates if id(p) not in taken]
+    order = rng_for(options.seed, "different", SPLITS.index(split)).permutation(len(rest))
+    take([rest[i] for i in order], "random")
+
+    # Balance: identical-surface negatives are kept even beyond the same count; then the
+    # larger class is cut back to the smaller one (seeded, counted).
+    if len(chosen) > len(same):
+        obligatory = [p for p in chosen if p.selection == "identical_surface"]
+        others = [p for p in chosen if p.selection != "identical_surface"]
+        keep = max(len(same) - len(obligatory), 0)
+        counts["different_dropped_for_balance"] += len(others) - keep
+        chosen = obligatory + others[:keep]
+    if len(same) > len(chosen):
+        order = rng_for(options.seed, "balance", SPLITS.index(split)).permutation(len(same))
+        counts["same_dropped_for_balance"] += len(same) - len(chosen)
+        same = [same[i] for i in sorted(order[: len(chosen)])]
+    for pair in same:
+        pair.selection = "same"
+    return NameOnlySelection(same + chosen, dict(counts))
+
+
+def assign_pair_ids(pairs: list[Pair], split: str, seed: int) -> list[Pair]:
+    """Shuffle (seeded) so that order and ids carry no label information, then number."""
+    pairs = sorted(pairs, key=lambda p: p.mention_ids)
+    order = rng_for(seed, "order", SPLITS.index(split)).permutation(len(pairs))
+    ordered = [pairs[i] for i in order]
+    flips = rng_for(seed, "sides", SPLITS.index(split)).random(len(ordered)) < 0.5
+    for number, (pair, flip) in enumerate(zip(ordered, flips, strict=True), start=1):
+        if flip:
+            pair.a, pair.b = pair.b, pair.a
+        pair.pair_id = f"{split}-{number:04d}"
+    return ordered
+
+
+def mention_keys(mention_ids: list[str], seed: int) -> dict[str, str]:
+    """Opaque model-facing keys (M0001...) for mentions, in a seeded order."""
+    ordered = sorted(set(mention_ids))
+    order = rng_for(seed, "keys").permutation(len(ordered))
+    width = max(4, len(str(len(ordered))))
+    return {ordered[i]: f"M{n:0{width}d}" for n, i in enumerate(order, start=1)}
+
+
+# ---------------------------------------------------------------------------- contexts
+
+
+@dataclass
+class MentionContext:
+    mention_id: str
+    evidence: list[Evidence]
+
+    @property
+    def text(self) -> str:
+        return " ".join(e.text.strip() for e in self.evidence)
+
+    @property
+    def sources(self) -> set[str]:
+        return {e.source_id for e in self.evidence}
+
+
+@dataclass
+class ContextResult:
+    contexts: dict[str, MentionContext]
+    excluded: list[dict] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(e["rule"] for e in self.excluded))
+
+
+def evidence_key(text: str) -> str:
+    """Normalised evidence text for duplicate detection (NFKC, casefold, spaces)."""
+    return normalise(text)
+
+
+def build_contexts(registry: Registry, cues: CueList) -> ContextResult:
+    """Apply the evidence rules of sections 4.3-4.4 to every evidence row."""
+    missing = sorted({e.language for e in registry.evidence} - cues.languages)
+    if missing:
+        first = next(e for e in registry.evidence if e.language in missing)
+        raise SourceError(
+            f"no equivalence-cue list for evidence language(s) {', '.join(missing)}; evidence in a language "
+            "the leakage audit cannot read would go unchecked (add phrases with --equivalence-cues FILE)",
+            file=first.where, field="language",
+        )
+    owners: dict[str, set[str]] = defaultdict(set)
+    mentions_by_text: dict[str, set[str]] = defaultdict(set)
+    for ev in registry.evidence:
+        key = evidence_key(ev.text)
+        owners[key].add(registry.mentions[ev.mention_id].person_id)
+        mentions_by_text[key].add(ev.mention_id)
+    names = {pid: registry.registered_names(pid) for pid in registry.persons}
+
+    contexts: dict[str, MentionContext] = {}
+    excluded: list[dict] = []
+    for ev in registry.evidence:
+        mention = registry.mentions[ev.mention_id]
+        record = {"evidence_id": ev.evidence_id, "mention_id": ev.mention_id, "where": ev.where}
+        hits = cues.find(ev.text)
+        if hits:
+            excluded.append({**record, "rule": "equivalence_cue", "detail": ", ".join(f"{h.language}: {h.phrase}" for h in hits)})
+            continue
+        leaked = find_names(ev.text, names[mention.person_id], exclude=[mention.surface])
+        if leaked:
+            excluded.append({**record, "rule": "alias_leakage", "detail": ", ".join(leaked)})
+            continue
+        key = evidence_key(ev.text)
+        if len(mentions_by_text[key]) > 1:
+            rule = "copied_between_persons" if len(owners[key]) > 1 else "copied_between_mentions"
+            excluded.append({**record, "rule": rule, "detail": ", ".join(sorted(mentions_by_text[key]))})
+            continue
+        contexts.setdefault(ev.mention_id, MentionContext(ev.mention_id, [])).evidence.append(ev)
+    return ContextResult(contexts, excluded)
+
+
+def independent(registry: Registry, a: MentionContext, b: MentionContext) -> bool:
+    """Two sides are independently sourced when no evidence source of one side is, or
+    derives from (transitively), or is an ancestor of, an evidence source of the other."""
+    ancestry_a = set().union(*(registry.source_ancestry(s) for s in a.sources))
+    ancestry_b = set().union(*(registry.source_ancestry(s) for s in b.sources))
+    return not (ancestry_a & ancestry_b)
+
+
+def context_similarities(pairs: list[Pair], contexts: dict[str, MentionContext]) -> list[float]:
+    """Character 2-5-gram TF-IDF cosine of the two contexts, fitted on the pairs' own
+    contexts (the frozen, model-independent confusability rule)."""
+    if not pairs:
+        return []
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts = sorted({contexts[m].text for p in pairs for m in (p.a.mention_id, p.b.mention_id)})
+    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True).fit(texts)
+    left = vectorizer.transform([contexts[p.a.mention_id].text for p in pairs])
+    right = vectorizer.transform([contexts[p.b.mention_id].text for p in pairs])
+    return [float(v) for v in np.asarray(left.multiply(right).sum(axis=1)).ravel()]
+
+
+@dataclass
+class GroundedSelection:
+    pairs: list[Pair]
+    counts: dict
+
+
+def select_source_grounded(
+    registry: Registry, pairs: list[Pair], contexts: dict[str, MentionContext], split: str, seed: int
+) -> GroundedSelection:
+    counts: Counter = Counter()
+    same, different = [], []
+    for pair in pairs:
+        ca, cb = contexts.get(pair.a.mention_id), contexts.get(pair.b.mention_id)
+        if ca is None or cb is None:
+            counts[f"{pair.label}_without_context"] += 1
+            continue
+        if pair.label == "same":
+            if not independent(registry, ca, cb):
+                counts["same_not_independent"] += 1
+                continue
+            same.append(pair)
+        else:
+            different.append(pair)
+    for pair, value in zip(different, context_similarities(different, contexts), strict=True):
+        pair.context_similarity = value
+    for pair, value in zip(same, context_similarities(same, contexts), strict=True):
+        pair.context_similarity = value
+    obligatory = [p for p in different if p.challenge["identical_surface"]]
+    ranked = sorted(
+        (p for p in different if not p.challenge["identical_surface"]),
+        key=lambda p: (-(p.context_similarity or 0.0), p.pair_id),
+    )
+    keep = max(len(same) - len(obligatory), 0)
+    chosen = obligatory + ranked[:keep]
+    counts["different_eligible_not_selected"] += len(ranked) - min(keep, len(ranked))
+    if len(same) > len(chosen):
+        order = rng_for(seed, "balance", 10 + SPLITS.index(split)).permutation(len(same))
+        counts["same_dropped_for_balance"] += len(same) - len(chosen)
+        same = [same[i] for i in sorted(order[: len(chosen)])]
+    for pair in obligatory:
+        pair.selection = "identical_surface_obligatory"
+    for pair in ranked[:keep]:
+        pair.selection = "context_confusable"
+    selected = sorted(same + chosen, key=lambda p: p.pair_id)
+    return GroundedSelection(selected, dict(counts))
+
+
+def mask_own_surface(text: str, surface: str) -> tuple[str, int]:
+    """Replace the side's own surface in its context by NAME_MASK (Context-only hides
+    names); matching is case-insensitive on the NFKC text, with the same word-boundary
+    rule as the alias check. Returns the text and the number of replacements."""
+    pattern = re.compile(phrase_pattern(surface, allow_prefix=False).pattern, re.IGNORECASE)
+    masked, count = pattern.subn(NAME_MASK, unicodedata.normalize("NFKC", text))
+    return (masked, count) if count else (text, 0)
+
+
+# ---------------------------------------------------------------------------- derangements
+
+
+@dataclass(frozen=True)
+class Slot:
+    pair_index: int
+    side: str          # "a" or "b"
+    mention_id: str
+    person_id: str
+    text: str
+
+
+def derangements(
+    registry: Registry, pairs: list[Pair], contexts: dict[str, MentionContext], split: str, seed: int,
+    count: int = len(DERANGEMENTS),
+) -> list[dict[int, int]]:
+    """`count` derangements of the split's context slots (slot -> donor slot).
+
+    Constraints: no fixed point; the donor context never belongs to either person of the
+    receiving item (no self-donation); it names no registered name of either person of
+    the receiving item (no alias leakage). Each context is used exactly once (the pool is
+    preserved). Later derangements avoid donors used for the same slot earlier when
+    possible. Solved as a seeded random-cost assignment (scipy linear_sum_assignment).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    slots = []
+    for index, pair in enumerate(pairs):
+        for side, mention in (("a", pair.a), ("b", pair.b)):
+            slots.append(Slot(index, side, mention.mention_id, mention.person_id, contexts[mention.mention_id].text))
+    n = len(slots)
+    if n == 0:
+        return [{} for _ in range(count)]
+    names = {pid: registry.registered_names(pid) for pid in {s.person_id for s in slots}}
+    allowed = np.ones((n, n), dtype=bool)
+    for r, recipient in enumerate(slots):
+        pair = pairs[recipient.pair_index]
+        persons = set(pair.persons)
+        item_names = set().union(*(names[p] for p in persons))
+        for d, donor in enumerate(slots):
+            if d == r or donor.person_id in persons or donor.pair_index == recipient.pair_index:
+                allowed[r, d] = False
+            elif find_names(donor.text, item_names):
+                allowed[r, d] = False
+    results: list[dict[int, int]] = []
+    used = np.zeros((n, n), dtype=bool)
+    forbidden_cost, reuse_cost = 1e9, 1e4
+    for r_index in range(count):
+        costs = rng_for(seed, "derange", SPLITS.index(split), r_index).random((n, n))
+        costs = np.where(allowed, costs, forbidden_cost) + np.where(used, reuse_cost, 0.0)
+        rows, cols = linear_sum_assignment(costs)
+        if not allowed[rows, cols].all():
+            raise BuildError(
+                f"{split}: no derangement {DERANGEMENTS[r_index]} of the {n} source-grounded contexts satisfies "
+                "the rules (no fixed point, no self-donation, no alias leakage); the split's context pool is "
+                "too small or too homogeneous"
+            )
+        mapping = {int(r): int(c) for r, c in zip(rows, cols, strict=True)}
+        used[rows, cols] = True
+        results.append(mapping)
+    return results
+
+
+def derangement_slots(pairs: list[Pair], contexts: dict[str, MentionContext]) -> list[Slot]:
+    slots = []
+    for index, pair in enumerate(pairs):
+        for side, mention in (("a", pair.a), ("b", pair.b)):
+            slots.append(Slot(index, side, mention.mention_id, mention.person_id, contexts[mention.mention_id].text))
+    return slots

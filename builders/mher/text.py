@@ -1,0 +1,163 @@
+"""Text rules shared by the MHER builder, its audit and its baselines.
+
+- `normalise`: Unicode NFKC followed by casefold (the paper's identity-of-surface test).
+- `fold`: `normalise`, then Unidecode (a reproducible ASCII fold across scripts, not a
+  historical transliteration), with whitespace collapsed.
+- `surface_similarity`: rapidfuzz `fuzz.ratio` (normalised Indel similarity, 0-100) of the
+  folded forms; a different-person pair at or above NEAR_SURFACE_THRESHOLD is near-surface.
+- `CueList`: the documented multilingual list of equivalence-stating phrases
+  (sources/mher/equivalence_cues.yaml).
+- `find_names`: where registered names of a person occur in a text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from histbench.builders.core.errors import SourceError
+
+# 0-100 on rapidfuzz's fuzz.ratio of the Unidecode-folded forms. 85 keeps spelling
+# variants of one name ("Oghul Qaimish" / "Oghul-Qaimish": 92; two Persian spellings of
+# that name: 86) and leaves out forms that only share a name element ("Arghun" /
+# "Arghun Aqa": 75; "Jochi" / "Jochi Qasar": 62; two Persian "... khan" titles: 80).
+NEAR_SURFACE_THRESHOLD = 85.0
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """NFKC + casefold, whitespace collapsed (the benchmark's surface-identity rule)."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+@lru_cache(maxsize=65536)
+def fold(text: str) -> str:
+    """`normalise` then Unidecode to ASCII, lowercased, whitespace collapsed."""
+    from unidecode import unidecode
+
+    return _SPACE.sub(" ", unidecode(normalise(text)).lower()).strip()
+
+
+def surface_similarity(a: str, b: str) -> float:
+    """rapidfuzz fuzz.ratio (0-100) of the folded surfaces."""
+    from rapidfuzz import fuzz
+
+    return float(fuzz.ratio(fold(a), fold(b)))
+
+
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return (
+        0x2E80 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x3FFFF
+        or 0x3040 <= code <= 0x30FF or 0xAC00 <= code <= 0xD7AF
+    )
+
+
+def phrase_pattern(phrase: str, allow_prefix: bool = True) -> re.Pattern:
+    """A regex for a normalised phrase: word boundaries at alphabetic ends (not for CJK,
+    which has no spaces); with `allow_prefix`, a trailing '*' makes it a prefix (stem) match."""
+    prefix = allow_prefix and phrase.endswith("*")
+    body = normalise(phrase[:-1] if prefix else phrase)
+    if not body:
+        raise ValueError("empty phrase")
+    escaped = re.escape(body).replace(r"\ ", r"\s+")
+    left = r"(?<!\w)" if body[0].isalnum() and not _is_cjk(body[0]) else ""
+    right = r"(?!\w)" if not prefix and body[-1].isalnum() and not _is_cjk(body[-1]) else ""
+    return re.compile(left + escaped + right)
+
+
+@dataclass(frozen=True)
+class CueHit:
+    language: str
+    phrase: str
+    start: int
+    end: int
+
+
+class CueList:
+    """Equivalence-stating phrases per language; `find` checks a text against all of them."""
+
+    def __init__(self, phrases: dict[str, list[str]], path: str = "equivalence cues"):
+        self.path = path
+        self.phrases = {lang: list(items) for lang, items in phrases.items()}
+        self._compiled: list[tuple[str, str, re.Pattern]] = []
+        for lang, items in self.phrases.items():
+            for phrase in items:
+                try:
+                    self._compiled.append((lang, phrase, phrase_pattern(str(phrase))))
+                except (ValueError, re.error) as exc:
+                    raise SourceError(f"bad cue phrase {phrase!r} ({exc})", file=path, field=lang) from exc
+
+    @property
+    def languages(self) -> set[str]:
+        return set(self.phrases)
+
+    @classmethod
+    def load(cls, path: Path, extra: Path | None = None) -> CueList:
+        phrases = cls._read(path)
+        if extra is not None:
+            for lang, items in cls._read(extra).items():
+                phrases.setdefault(lang, []).extend(items)
+        return cls(phrases, str(path) if extra is None else f"{path} + {extra}")
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, list[str]]:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise SourceError(f"cannot read the equivalence cue list: {exc}", file=path) from exc
+        languages = data.get("languages") if isinstance(data, dict) else None
+        if not isinstance(languages, dict) or not languages:
+            raise SourceError("the cue list needs a 'languages' mapping: code -> list of phrases", file=path)
+        out: dict[str, list[str]] = {}
+        for lang, items in languages.items():
+            if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
+                raise SourceError("expected a list of non-empty phrases", file=path, field=str(lang))
+            out[str(lang).lower()] = [i.strip() for i in items]
+        return out
+
+    def find(self, text: str) -> list[CueHit]:
+        norm = normalise(text)
+        hits = []
+        for lang, phrase, pattern in self._compiled:
+            match = pattern.search(norm)
+            if match:
+                hits.append(CueHit(lang, phrase, match.start(), match.end()))
+        return hits
+
+
+def find_names(text: str, names, exclude=()) -> list[str]:
+    """Registered names (other than those in `exclude`) that occur in `text`.
+
+    Occurrences of the excluded names (the side's own surface form) are masked first, so
+    a name contained in the own form ("Batu" inside "Batu Khan") is not counted; names
+    equal to an excluded name after normalisation are skipped.
+    """
+    norm = normalise(text)
+    excluded = {normalise(e) for e in exclude if e}
+    for own in sorted(excluded, key=len, reverse=True):
+        norm = phrase_pattern(own, allow_prefix=False).sub("\u2588", norm)
+    found = []
+    for name in sorted({normalise(n) for n in names if n}):
+        if not name or name in excluded:
+            continue
+        if phrase_pattern(name, allow_prefix=False).search(norm):
+            found.append(name)
+    return found
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens of the normalised text (Unicode \\w runs; CJK characters one by one)."""
+    out = []
+    for token in re.findall(r"\w+", normalise(text)):
+        if any(_is_cjk(c) for c in token):
+            out.extend(token)
+        else:
+            out.append(token)
+    return out
