@@ -68,6 +68,14 @@ def counts_to_codes(counts: dict, rng=None) -> np.ndarray:
 
 
 @pytest.fixture
+def registry_data() -> dict:
+    """A fresh copy of the test registry, to modify."""
+    import copy
+
+    return copy.deepcopy(REGISTRY)
+
+
+@pytest.fixture
 def registry_file(tmp_path: Path):
     """Write a registry (the default one above, or a modified copy) and return its path."""
 
