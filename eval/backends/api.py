@@ -143,7 +143,9 @@ class APIBackend(Backend):
         retries = self.stats["retries"]
         retries[reason] = retries.get(reason, 0) + 1
 
-    async def _ask(self, client, headers: dict, request: GenerateRequest) -> GenerateResult | RequestFailed:
+    async def _ask(self, client, headers: dict, request: GenerateRequest, state: dict) -> GenerateResult | RequestFailed | None:
+        """One request with its retries; None when the run is stopping (another request hit
+        a fatal error) and this one would need another attempt."""
         import httpx
 
         body = self.body(request)
@@ -189,6 +191,8 @@ class APIBackend(Backend):
                     except ValueError:
                         raw = response.text
                     return RequestFailed(f"HTTP {status}: {response.text[:500]}", raw={"status": status, "body": raw}, attempts=attempt)
+            if state.get("fatal") is not None:
+                return None
             if attempt > int(self.options["max_retries"]):
                 raise _Fatal(f"no answer from {self.url} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
@@ -206,13 +210,23 @@ class APIBackend(Backend):
         limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
         async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), limits=limits) as client:
 
+            # A fatal error (wrong key, endpoint gone) stops the hand-out of new requests; the
+            # attempts in flight still finish, so no answer the server sent is thrown away.
+            state: dict[str, Any] = {"fatal": None}
+
             async def worker() -> None:
-                while True:
+                while state["fatal"] is None:
                     try:
                         index, request = todo.get_nowait()
                     except asyncio.QueueEmpty:
                         return
-                    out.put(("result", (index, await self._ask(client, headers, request))))
+                    try:
+                        result = await self._ask(client, headers, request, state)
+                    except _Fatal as exc:
+                        state["fatal"] = state["fatal"] or exc
+                        return
+                    if result is not None:
+                        out.put(("result", (index, result)))
 
             workers = [asyncio.create_task(worker()) for _ in range(min(limit, len(requests)))]
 
@@ -225,6 +239,8 @@ class APIBackend(Backend):
             watcher = asyncio.create_task(watch())
             try:
                 await asyncio.gather(*workers)
+                if state["fatal"] is not None:
+                    raise state["fatal"]
             finally:
                 watcher.cancel()
                 for task in workers:

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "502", "503", "timeout", "close", "truncate", "die")
+STATUS_FAULTS = ("400", "401", "404", "422", "429", "500", "502", "503")
+FAULTS = (*STATUS_FAULTS, "timeout", "close", "truncate", "die")
 
 AnswerFn = Callable[[list[dict]], Any]
 
@@ -46,8 +47,8 @@ class LoopbackChatServer:
     "finish_reason", "usage", "model" (a reply shaped by the test), or raises (-> HTTP 500).
 
     faults: queue faults with `fail(kind, times)`, or set `fault_for(n, body)` (n counts
-    every request from 1) returning a fault kind or None. Kinds: "429", "500", "502",
-    "503" (status codes with an error body), "timeout" (hold the request without answering
+    every request from 1) returning a fault kind or None. Kinds: "400", "401", "404",
+    "422", "429", "500", "502", "503" (that status with an error body), "timeout" (hold the request without answering
     for `hang` seconds, then drop it), "close" (send the headers and half the body, then
     close), "truncate" (a 200 whose JSON body is cut short, connection closed), "die"
     (stop the server now; this request and all in flight get no answer).
@@ -180,6 +181,12 @@ class LoopbackChatServer:
             def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
                 pass
 
+            def setup(self):
+                super().setup()
+                # headers and body go out in separate writes: without this, Nagle's algorithm
+                # and delayed ACKs hold the body back ~40 ms on loopback
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def _drop(self) -> None:
                 self.close_connection = True
                 try:
@@ -235,7 +242,7 @@ class LoopbackChatServer:
                         owner.faults_sent[fault] += 1
                 if owner.delay:
                     owner._dead.wait(owner.delay)
-                if fault in ("429", "500", "502", "503"):
+                if fault in STATUS_FAULTS:
                     headers = {}
                     if fault == "429" and owner.retry_after is not None:
                         headers["Retry-After"] = str(owner.retry_after)

@@ -1,0 +1,376 @@
+"""Prefix-shared log-likelihood scoring for causal language models.
+
+Multiple-choice likelihood scoring (Chronologic 5.1, MCQ configs elsewhere) asks for
+log P(answer | context) for 4-8 answers after the same, often long, context.
+lm-evaluation-harness runs the whole context again for every answer of more than one
+token. Here each distinct context is run once; the key/value cache it leaves is shared
+by all of its continuations, which are scored together, and several questions are batched
+in each forward pass.
+
+Tokenisation is the harness's, so that numbers are comparable:
+
+- trailing whitespace of the context moves to the front of the continuation;
+- context tokens = encode(context); continuation tokens = encode(context + continuation)
+  after the first len(context tokens) tokens (encode adds no special tokens unless
+  `add_bos_token`);
+- an empty context is replaced by one prefix token (BOS, else EOS) and the continuation is
+  encoded alone;
+- the scored sequence is context tokens + continuation tokens, cut from the left to the
+  model's window + 1 tokens (the last token is never fed in). Each cut is counted in the
+  result's `truncated` (tokens dropped). A continuation longer than the window is an error.
+- the window is the model config's n_positions / max_position_embeddings / n_ctx, else the
+  tokenizer's model_max_length, else 2048 (also the harness's order), unless given.
+
+Computation (method "prefix"): for each batch of distinct contexts, run all but the last
+context token once (right-padded batch, cache kept); then for each continuation run
+[last context token] + continuation[:-1] on top of its context's cached state (rows
+selected from the batch cache, attention mask covering the real context tokens, positions
+continuing after them) and read the continuation tokens' log-probabilities from those
+logits. The result equals the full-sequence computation (method "naive", which is what
+the harness does) up to float rounding; tests/engine/test_likelihood.py pins 1e-4.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from histbench.builders.core.errors import EvalError
+
+from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
+
+DEFAULT_MAX_LENGTH = 2048
+_HUGE_TOKENIZER_LENGTH = 10**17
+METHODS = ("prefix", "naive")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One request after tokenisation and left truncation."""
+
+    context: tuple[int, ...]
+    continuation: tuple[int, ...]
+    truncated: int = 0
+
+
+# --------------------------------------------------------------------------- tokenisation
+
+
+def model_max_length(model: Any, tokenizer: Any = None) -> int:
+    """The context window, found the way lm-evaluation-harness finds it."""
+    config = getattr(model, "config", None)
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    length = getattr(tokenizer, "model_max_length", None)
+    if isinstance(length, int) and 0 < length < _HUGE_TOKENIZER_LENGTH:
+        return length
+    return DEFAULT_MAX_LENGTH
+
+
+def prefix_token_id(tokenizer: Any) -> int:
+    """The token that stands for an empty context (BOS, else EOS)."""
+    for attr in ("bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, attr, None)
+        if value is not None:
+            return int(value)
+    raise EvalError("the tokenizer has neither a BOS nor an EOS token to stand for an empty context")
+
+
+def encode_requests(
+    tokenizer: Any,
+    requests: Sequence[LoglikelihoodRequest],
+    *,
+    max_length: int,
+    add_bos_token: bool = False,
+    prefix_id: int | None = None,
+) -> list[Encoded]:
+    """Tokenise (context, continuation) pairs with the harness convention and cut each
+    from the left to max_length + 1 tokens."""
+    prefix_id = prefix_token_id(tokenizer) if prefix_id is None else prefix_id
+    contexts: list[str] = []
+    wholes: list[str] = []
+    alone: list[str] = []
+    plan: list[tuple[str, int]] = []  # ("alone", i) or ("pair", i)
+    for request in requests:
+        context, continuation = request.context, request.continuation
+        if context == "":
+            plan.append(("alone", len(alone)))
+            alone.append(continuation)
+            continue
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            continuation = context[-spaces:] + continuation
+            context = context[:-spaces]
+        if context == "":  # a whitespace-only context: nothing but the prefix token
+            plan.append(("alone", len(alone)))
+            alone.append(continuation)
+            continue
+        plan.append(("pair", len(contexts)))
+        contexts.append(context)
+        wholes.append(context + continuation)
+    unique_contexts = list(dict.fromkeys(contexts))
+
+    def encode(texts: list[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        return tokenizer(texts, add_special_tokens=add_bos_token)["input_ids"]
+
+    context_ids = dict(zip(unique_contexts, encode(unique_contexts), strict=True))
+    whole_ids = encode(wholes)
+    alone_ids = encode(alone)
+    out: list[Encoded] = []
+    for n, (how, i) in enumerate(plan):
+        if how == "alone":
+            ctx, cont = [prefix_id], alone_ids[i]
+        else:
+            ctx = context_ids[contexts[i]]
+            cont = whole_ids[i][len(ctx):]
+        if not cont:
+            raise EvalError(
+                "the continuation has no tokens of its own after tokenisation (it merged into the context)",
+                row=n, field="continuation",
+            )
+        if len(cont) > max_length:
+            raise EvalError(
+                f"the continuation has {len(cont)} tokens, more than the model's window of {max_length}",
+                row=n, field="continuation",
+            )
+        keep = max_length + 1 - len(cont)
+        dropped = max(0, len(ctx) - keep)
+        out.append(Encoded(tuple(ctx[dropped:]), tuple(cont), dropped))
+    return out
+
+
+# --------------------------------------------------------------------------- model plumbing
+
+
+def _forward_names(model: Any) -> tuple[str, bool]:
+    params = inspect.signature(model.forward).parameters
+    cache_arg = "cache" if "cache" in params else "past_key_values"
+    return cache_arg, "logits_to_keep" in params
+
+
+def _output_cache(output: Any) -> Any:
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else getattr(output, "past_key_values", None)
+
+
+def _select_cache(cache: Any, index: Any) -> Any:
+    """A cache whose batch rows are cache[index] (repeats allowed); the original is untouched."""
+    new = copy.copy(cache)
+    if hasattr(cache, "layers"):
+        new.layers = [copy.copy(layer) for layer in cache.layers]
+    else:  # transformers < 4.54: lists of tensors
+        for attr in ("key_cache", "value_cache"):
+            if hasattr(cache, attr):
+                setattr(new, attr, list(getattr(cache, attr)))
+    new.batch_select_indices(index)
+    return new
+
+
+def _score_rows(logits: Any, targets: Any, lengths: Sequence[int]) -> list[tuple[float, bool]]:
+    """Sum of log-softmax at target tokens over each row's first `length` positions, and
+    whether every target was the argmax."""
+    import torch
+
+    logits = logits.float()
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logprobs = picked - torch.logsumexp(logits, dim=-1)
+    greedy = logits.argmax(dim=-1) == targets
+    out = []
+    for row, length in enumerate(lengths):
+        out.append((float(logprobs[row, :length].double().sum()), bool(greedy[row, :length].all())))
+    return out
+
+
+# --------------------------------------------------------------------------- scorers
+
+
+class PrefixSharedScorer:
+    """Log-likelihoods of (context, continuation) token pairs, one model pass per context.
+
+    batch_size: distinct contexts per forward pass; token_budget: most (rows x padded
+    length) positions in one continuation pass (bounds the logits' memory:
+    token_budget x vocabulary x 4 bytes).
+    """
+
+    def __init__(self, model: Any, *, batch_size: int = 8, token_budget: int = 2048, device: Any = None) -> None:
+        self.model = model
+        self.batch_size = max(1, int(batch_size))
+        self.token_budget = max(1, int(token_budget))
+        self.device = device if device is not None else next(model.parameters()).device
+        self.cache_arg, self.has_logits_to_keep = _forward_names(model)
+        window = getattr(model.config, "sliding_window", None)
+        self.sliding_window = window if isinstance(window, int) and window > 0 else None
+
+    def score(self, encoded: Sequence[Encoded], progress_cb=None) -> list[tuple[float, bool]]:
+        """(logprob, is_greedy) per encoded pair, in order."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for n, item in enumerate(encoded):
+            groups.setdefault(item.context, []).append(n)
+        ordered = sorted(groups.items(), key=lambda kv: -len(kv[0]))
+        results: list[tuple[float, bool] | None] = [None] * len(encoded)
+        for start in range(0, len(ordered), self.batch_size):
+            chunk = ordered[start : start + self.batch_size]
+            longest = max(len(ctx) + max(len(encoded[i].continuation) for i in idx) for ctx, idx in chunk)
+            if self.sliding_window is not None and longest > self.sliding_window:
+                # Padded rows and a window that drops old keys do not mix: score these plainly.
+                flat = [i for _, idx in chunk for i in idx]
+                for i, value in zip(flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size), strict=True):
+                    results[i] = value
+            else:
+                for i, value in self._score_chunk(chunk, encoded):
+                    results[i] = value
+            if progress_cb is not None:
+                progress_cb(sum(len(idx) for _, idx in chunk))
+        return results  # type: ignore[return-value]
+
+    def _score_chunk(self, chunk, encoded):
+        import torch
+
+        model, device = self.model, self.device
+        # Stage 1: every context but its last token, once, for the groups that have one.
+        prefixed = [g for g, (ctx, _) in enumerate(chunk) if len(ctx) > 1]
+        cache = None
+        prefix_len = 0
+        prefix_mask = None
+        row_of_group: dict[int, int] = {}
+        if prefixed:
+            prefix_len = max(len(chunk[g][0]) - 1 for g in prefixed)
+            ids = torch.zeros((len(prefixed), prefix_len), dtype=torch.long)
+            prefix_mask = torch.zeros((len(prefixed), prefix_len), dtype=torch.long)
+            for row, g in enumerate(prefixed):
+                ctx = chunk[g][0][:-1]
+                ids[row, : len(ctx)] = torch.tensor(ctx)
+                prefix_mask[row, : len(ctx)] = 1
+                row_of_group[g] = row
+            ids, prefix_mask = ids.to(device), prefix_mask.to(device)
+            kwargs = {"attention_mask": prefix_mask, "use_cache": True}
+            if self.has_logits_to_keep:
+                kwargs["logits_to_keep"] = 1
+            with torch.inference_mode():
+                cache = _output_cache(model(input_ids=ids, **kwargs))
+        # Stage 2: [last context token] + continuation[:-1] on top of the cached context.
+        rows = [(g, i) for g, (_, idx) in enumerate(chunk) for i in idx]
+        rows.sort(key=lambda gi: -len(encoded[gi[1]].continuation))
+        out = []
+        start = 0
+        while start < len(rows):
+            width = len(encoded[rows[start][1]].continuation)
+            per_row = width + (prefix_len if cache is not None else 0)
+            take = max(1, self.token_budget // max(1, per_row))
+            batch = rows[start : start + take]
+            start += take
+            out += self._continuations(chunk, encoded, batch, width, cache, prefix_len, prefix_mask, row_of_group)
+        return out
+
+    def _continuations(self, chunk, encoded, batch, width, cache, prefix_len, prefix_mask, row_of_group):
+        import torch
+
+        device = self.device
+        n = len(batch)
+        ids = torch.zeros((n, width), dtype=torch.long)
+        targets = torch.zeros((n, width), dtype=torch.long)
+        mask = torch.zeros((n, prefix_len + width), dtype=torch.long)
+        positions = torch.zeros((n, width), dtype=torch.long)
+        select = torch.zeros(n, dtype=torch.long)
+        lengths = []
+        for r, (g, i) in enumerate(batch):
+            ctx, cont = chunk[g][0], encoded[i].continuation
+            seq = (ctx[-1], *cont[:-1])
+            ids[r, : len(seq)] = torch.tensor(seq)
+            targets[r, : len(cont)] = torch.tensor(cont)
+            if g in row_of_group:
+                select[r] = row_of_group[g]
+                mask[r, :prefix_len] = prefix_mask[row_of_group[g]].cpu()
+            # rows without a cached prefix attend to none of the cache (row 0 stands in, masked out)
+            mask[r, prefix_len : prefix_len + len(seq)] = 1
+            positions[r] = torch.arange(len(ctx) - 1, len(ctx) - 1 + width)
+            lengths.append(len(cont))
+        kwargs: dict[str, Any] = {
+            "attention_mask": mask.to(device),
+            "position_ids": positions.to(device),
+            "use_cache": cache is not None,
+        }
+        if cache is not None:
+            kwargs[self.cache_arg] = _select_cache(cache, select.to(device))
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids.to(device), **kwargs).logits
+        scored = _score_rows(logits, targets.to(device), lengths)
+        return [(i, value) for (_, i), value in zip(batch, scored, strict=True)]
+
+
+def score_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) -> list[tuple[float, bool]]:
+    """The full-sequence computation (what lm-evaluation-harness does): each pair's
+    context + continuation[:-1] in one right-padded batch row."""
+    import torch
+
+    device = next(model.parameters()).device
+    order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i].context) + len(encoded[i].continuation)))
+    results: list[tuple[float, bool] | None] = [None] * len(encoded)
+    for start in range(0, len(order), max(1, batch_size)):
+        batch = order[start : start + batch_size]
+        width = max(len(encoded[i].context) + len(encoded[i].continuation) - 1 for i in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for r, i in enumerate(batch):
+            seq = (*encoded[i].context, *encoded[i].continuation)[:-1]
+            ids[r, : len(seq)] = torch.tensor(seq)
+            mask[r, : len(seq)] = 1
+        with torch.inference_mode():
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+        cont_width = max(len(encoded[i].continuation) for i in batch)
+        picked = torch.zeros((len(batch), cont_width, logits.shape[-1]), dtype=logits.dtype, device=logits.device)
+        targets = torch.zeros((len(batch), cont_width), dtype=torch.long)
+        for r, i in enumerate(batch):
+            ctx_len, cont = len(encoded[i].context), encoded[i].continuation
+            picked[r, : len(cont)] = logits[r, ctx_len - 1 : ctx_len - 1 + len(cont)]
+            targets[r, : len(cont)] = torch.tensor(cont)
+        scored = _score_rows(picked, targets.to(logits.device), [len(encoded[i].continuation) for i in batch])
+        for i, value in zip(batch, scored, strict=True):
+            results[i] = value
+    return results  # type: ignore[return-value]
+
+
+def loglikelihood(
+    model: Any,
+    tokenizer: Any,
+    requests: Sequence[LoglikelihoodRequest],
+    *,
+    method: str = "prefix",
+    batch_size: int = 8,
+    max_length: int | None = None,
+    add_bos_token: bool = False,
+    token_budget: int = 2048,
+    progress_cb=None,
+) -> list[LoglikelihoodResult]:
+    """Score (context, continuation) requests on a transformers causal LM.
+
+    method "prefix" (default) shares each context's computation among its continuations;
+    "naive" runs every pair in full, as lm-evaluation-harness does.
+    """
+    if method not in METHODS:
+        raise EvalError(f"unknown likelihood method {method!r} (known: {', '.join(METHODS)})", field="loglikelihood_method")
+    requests = list(requests)
+    if not requests:
+        return []
+    window = max_length or model_max_length(model, tokenizer)
+    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token)
+    if method == "prefix":
+        scores = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).score(encoded, progress_cb)
+    else:
+        scores = score_naive(model, encoded, batch_size=batch_size)
+        if progress_cb is not None:
+            progress_cb(len(encoded))
+    out = []
+    for item, (logprob, greedy) in zip(encoded, scores, strict=True):
+        if not math.isfinite(logprob):
+            raise EvalError(f"non-finite log-likelihood ({logprob}); is the model's dtype too narrow?")
+        out.append(LoglikelihoodResult(logprob=logprob, n_tokens=len(item.continuation), is_greedy=greedy, truncated=item.truncated))
+    return out
