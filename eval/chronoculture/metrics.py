@@ -186,8 +186,8 @@ def knowledge_filter(k: np.ndarray, groups: np.ndarray, level: float = 0.75) -> 
 
     Groups are survey x number of available years. Within a group of n scored
     combinations, floor(level * n) are kept (the paper's 2,420 of 3,228 WVS pairs at 75%
-    is a sum of such floors); equal K keep their dataset order. NaN K (no valid undated
-    prediction) is never kept.
+    is a sum of such floors); K equal to 12 decimals keep their dataset order. NaN K (no
+    valid undated prediction) is never kept.
     """
     k = np.asarray(k, dtype=float)
     groups = np.asarray(groups)
@@ -196,7 +196,8 @@ def knowledge_filter(k: np.ndarray, groups: np.ndarray, level: float = 0.75) -> 
     if scored.size == 0:
         return keep
     _, group_ids = np.unique(groups[scored], return_inverse=True)
-    order = np.lexsort((scored, k[scored], group_ids))
+    # K equal within ~1e-12 (float noise of parsing and normalising) ranks as a tie.
+    order = np.lexsort((scored, np.round(k[scored], 12), group_ids))
     sorted_groups = group_ids[order]
     starts = np.searchsorted(sorted_groups, sorted_groups, side="left")
     rank = np.arange(order.size) - starts

@@ -180,3 +180,13 @@ def benchmark(synthetic_build):
     from histbench.eval.chronoculture.data import load_benchmark
 
     return load_benchmark(BuiltDataset.open(synthetic_build, benchmark="chronoculture"))
+
+
+@pytest.fixture
+def make_build():
+    """write_synthetic_build(root, make_records(n_pairs, seed)) as a fixture."""
+
+    def make(root: Path, n_pairs: int = 16, seed: int = 0) -> Path:
+        return write_synthetic_build(Path(root), make_records(n_pairs, seed))
+
+    return make

@@ -87,6 +87,9 @@ def test_knowledge_filter_keeps_floor_of_75_percent_per_group_b2():
 def test_knowledge_filter_ties_keep_dataset_order_b2():
     keep = m.knowledge_filter(np.array([0.1, 0.1, 0.1, 0.1]), np.zeros(4), 0.5)
     assert keep.tolist() == [True, True, False, False]
+    # float noise below 1e-12 does not reorder ties
+    keep = m.knowledge_filter(np.array([1e-15, 3e-16, 0.0, 0.2]), np.zeros(4), 0.5)
+    assert keep.tolist() == [True, True, False, False]
 
 
 def test_period_outcomes_at_each_tolerance_c2():
