@@ -49,7 +49,6 @@ class Citation:
 
 def load_citations(path: Path, query_path: Path) -> tuple[list[Citation], Counter]:
     import rdflib
-    from rdflib.plugins.sparql.parser import ParseException
 
     stats: Counter = Counter()
     fmt = RDF_FORMATS.get(path.suffix.lower().lstrip("."))
@@ -64,7 +63,7 @@ def load_citations(path: Path, query_path: Path) -> tuple[list[Citation], Counte
     query = Path(query_path).read_text(encoding="utf-8")
     try:
         result = graph.query(query)
-    except (ParseException, Exception) as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - pyparsing and rdflib errors alike
         raise SourceError(f"the SPARQL query failed: {exc}", file=query_path) from exc
     names = [str(v) for v in (result.vars or [])]
     missing = [v for v in REQUIRED_VARS if v not in names]
