@@ -34,6 +34,7 @@ calibration's own uncertainty.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -130,18 +131,25 @@ def _check_inputs(delta, label, weight):
 def fit_slope(delta, label, weight, intercept: float | None = None) -> float:
     """Weighted maximum-likelihood slope of a logistic model whose intercept is fixed."""
     import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
     delta, label, weight = _check_inputs(delta, label, weight)
     intercept = pinned_intercept() if intercept is None else intercept
     informative = np.any((weight > 0) & (label > 0)) and np.any((weight > 0) & (label < 1))
     if not informative:
         raise ValueError("calibration needs both acceptable (label > 0) and unacceptable (label < 1) evidence")
+    if not np.any((weight > 0) & (delta != 0)):
+        raise ValueError("every calibration delta is 0: the slope is not identified")
     model = sm.GLM(
         label, delta[:, None], family=sm.families.Binomial(), offset=np.full(delta.size, intercept), var_weights=weight
     )
-    result = model.fit(tol=1e-12, maxiter=200)
+    with warnings.catch_warnings():
+        # statsmodels flags fitted probabilities near 0 or 1 as "perfect separation" even when
+        # the slope is well determined; real divergence is caught below
+        warnings.simplefilter("ignore", category=PerfectSeparationWarning)
+        result = model.fit(tol=1e-12, maxiter=200)
     slope = float(np.asarray(result.params)[0])
-    if not np.isfinite(slope):
+    if not np.isfinite(slope) or abs(slope) > 1e4:
         raise ValueError("the calibration slope diverged (the evidence separates perfectly)")
     return slope
 

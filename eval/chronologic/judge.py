@@ -60,8 +60,8 @@ TIE = "tie"
 _VERDICT_KEYS = ("better", "winner", "verdict", "answer", "choice", "preferred", "preference", "result", "decision")
 _TIE_WORDS = {"tie", "both", "equal", "draw", "same", "equally good", "both equal", "both answers"}
 _LAST_LINE = re.compile(
-    r"""^[\s"'*`_#>]*(?:(?:the\s+)?(?:better(?:\s+answer)?|verdict|winner|answer|choice|decision)\s*(?:is\s*)?[:=\-]?\s*)?"""
-    r"""[\s"'*`_]*(?:answer\s+)?(?P<v>A|B|[Tt][Ii][Ee])[\s"'*`_.!)\]]*$"""
+    r"""^[\s"'*`_#>]*(?i:(?:the\s+)?(?:better(?:\s+answer)?|verdict|winner|answer|choice|decision)\s*(?:is\s*)?[:=\-]?\s*)?"""
+    r"""[\s"'*`_]*(?i:answer\s+)?(?P<v>A|B|[Tt][Ii][Ee])[\s"'*`_.!)\]]*$"""
 )
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 

@@ -268,9 +268,13 @@ def aggregate_substantive(ledger: Sequence[dict], observations: Sequence[dict], 
         values = rep_scores[:, defined]
         with np.errstate(invalid="ignore", divide="ignore"):
             rep = (c * values).sum(axis=1) / c.sum(axis=1)
-        low, high = percentile_interval(rep, level)
-        return {"estimate": 100 * float(scores[defined].mean()), "low": 100 * float(low), "high": 100 * float(high),
-                "n": int(defined.sum()), "unscored": int((mask & np.isnan(scores)).sum())}
+        estimate = 100 * float(scores[defined].mean())
+        if np.isnan(rep).all():
+            low = high = None
+        else:
+            low, high = (100 * float(v) for v in percentile_interval(rep, level))
+        return {"estimate": estimate, "low": low, "high": high, "n": int(defined.sum()),
+                "unscored": int((mask & np.isnan(scores)).sum())}
 
     out = {"groups": {g: summary(groups == g) for g in GROUP_ORDER},
            "channels": {PASS_FAIL: summary(np.array([r["path"] == PASS_FAIL for r in ledger])),
