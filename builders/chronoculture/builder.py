@@ -164,6 +164,10 @@ class ChronoCultureBuilder(BenchmarkBuilder):
                            missing_answers, used_questions, min_respondents)
         ctx.log(f"{summary['pairs']:,} temporal pairs over {summary['countries']} countries "
                 f"({', '.join(f'{k} {v:,}' for k, v in summary['shift_categories']['default'].items())})")
+        for name, records in configs.items():  # columns in the schema's order
+            order = list(ctx.resources.schema(self.name, name)["properties"])
+            records[:] = [{key: record[key] for key in order} if set(record) == set(order) else record
+                          for record in records]
         return BuildOutput(
             configs={name: {"test": records} for name, records in configs.items()},
             summary=summary,

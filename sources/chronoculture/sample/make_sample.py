@@ -106,7 +106,7 @@ WVS_SURVEYS = {
 WVS_NOT_ASKED = {("E069_11", 3), ("D059", 3)}  # variable, wave: every answer -4
 
 
-def make_wvs(rng):
+def make_wvs(rng, out: Path = HERE):
     rows = []
     plan_index = 0
     dists = {}
@@ -179,7 +179,7 @@ def make_wvs(rng):
     for column in df.columns:
         if column not in ("COUNTRY_ALPHA", "S017"):
             df[column] = df[column].astype(float)
-    pyreadstat.write_sav(df, HERE / "wvs_timeseries_synthetic.sav", column_labels=labels,
+    pyreadstat.write_sav(df, out / "wvs_timeseries_synthetic.sav", column_labels=labels,
                          variable_value_labels=value_labels, compress=True,
                          file_label="Synthetic WVS time-series sample for histbench (invented respondents)")
     return df
@@ -204,7 +204,7 @@ ISSP_FILES = {
 ISSP_UNIT = {1: "AUS", 2: "DEU", 3: "DEU", 4: "GBR", 6: "USA", 7: "HUN", 8: "HUN", 5: "NIR", 99: None}
 
 
-def make_issp(rng):
+def make_issp(rng, out: Path = HERE):
     plans = {}
     index = 0
     for item in ROG_ITEMS:
@@ -232,7 +232,7 @@ def make_issp(rng):
         value_labels["v3"] = {code: label for code, (label, _) in spec["countries"].items()}
         labels = {"v3": "Country", spec["weight"]: "Weighting factor",
                   **{var: f"Govt responsibility: {item.replace('_', ' ')}" for var, item in zip(spec["vars"], ROG_ITEMS, strict=True)}}
-        path = HERE / name
+        path = out / name
         if name.endswith(".sav"):
             pyreadstat.write_sav(df.astype({c: float for c in df.columns}), path, column_labels=labels,
                                  variable_value_labels=value_labels, compress=True,
@@ -243,11 +243,11 @@ def make_issp(rng):
                                  file_label=f"Synthetic ISSP {spec['year']} sample for histbench")
 
 
-def main() -> None:
+def main(out: Path = HERE) -> None:
     rng = np.random.default_rng(SEED)
-    make_wvs(rng)
-    make_issp(rng)
-    for path in sorted(HERE.glob("*_synthetic.*")):
+    make_wvs(rng, out)
+    make_issp(rng, out)
+    for path in sorted(Path(out).glob("*_synthetic.*")):
         print(f"{path.name}: {path.stat().st_size:,} bytes")
 
 

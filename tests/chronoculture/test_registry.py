@@ -1,0 +1,121 @@
+"""The question registry and the country table: the shipped files and the checks on user files."""
+
+from __future__ import annotations
+
+import pytest
+
+from histbench.builders.chronoculture.countries import REGIONS, CountryTable
+from histbench.builders.chronoculture.registry import TOPIC_CATEGORIES, load_registry
+from histbench.builders.core.errors import SourceError
+from histbench.builders.core.resources import Resources
+
+SOURCES = Resources.default().source_dir("chronoculture")
+# S003 codes of the countries and territories in the WVS waves 1-7 time series
+WVS_S003 = [8, 12, 20, 31, 32, 36, 40, 50, 51, 68, 70, 76, 100, 104, 112, 124, 152, 156, 158, 170, 191, 196, 203,
+            208, 214, 218, 222, 231, 233, 246, 250, 268, 275, 276, 288, 300, 320, 332, 344, 348, 356, 360, 364, 368,
+            380, 392, 398, 400, 404, 410, 414, 417, 422, 428, 434, 440, 446, 458, 462, 466, 484, 496, 498, 499, 504,
+            528, 554, 558, 566, 578, 586, 604, 608, 616, 620, 630, 634, 642, 643, 646, 682, 688, 702, 703, 704, 705,
+            710, 716, 724, 752, 756, 762, 764, 780, 788, 792, 800, 804, 807, 818, 826, 834, 840, 854, 858, 860, 862,
+            887, 891, 894, 909, 915]
+
+
+def test_shipped_registry_loads_and_is_consistent():
+    registry = load_registry(SOURCES / "registry.yaml")
+    assert len(registry.wvs_questions) >= 80 and len(registry.issp_questions) >= 7
+    assert registry.wvs.waves == (3, 4, 5, 6, 7) and registry.wvs.newer_wave == 7
+    assert registry.wvs.invalid_codes == (-1.0, -2.0, -3.0, -4.0, -5.0)
+    for question in registry.questions:
+        assert question.category in TOPIC_CATEGORIES
+        assert question.text.strip().endswith(("?", ")", "."))
+        assert len(question.options) >= 2
+    assert {q.category for q in registry.questions} == set(TOPIC_CATEGORIES)
+    jobs = {q.id: q for q in registry.issp_questions}["issp_rog_jobs"]
+    assert {s.study: s.variable for s in jobs.sources} == {"ZA1490": "V101", "ZA1950": "v49", "ZA2900": "v36"}
+
+
+def test_scale_shorthand_expands_to_labelled_options():
+    registry = load_registry(SOURCES / "registry.yaml")
+    f063 = {q.id: q for q in registry.wvs_questions}["wvs_F063"]
+    assert len(f063.options) == 10
+    assert f063.labels[0] == "1 (not at all important)" and f063.labels[4] == "5"
+    assert f063.labels[-1] == "10 (very important)"
+    assert f063.values == [float(v) for v in range(1, 11)]
+
+
+def test_country_table_covers_wvs_with_the_seven_regions():
+    """Appendix C.4: every country has one of the seven regions; all WVS countries are listed."""
+    table = CountryTable.load(SOURCES / "countries.csv")
+    assert {c.region for c in table.countries} == set(REGIONS)
+    missing = [code for code in WVS_S003 if table.from_numeric(code) is None]
+    assert missing == []
+    assert table.from_numeric(909).name == "Northern Ireland"
+    assert table.from_numeric(280).alpha3 == "DEU"
+    assert table.from_text("DE-E").alpha3 == "DEU" and table.from_text("GB-NIR").alpha3 == "NIR"
+    assert table.from_text("FR").alpha3 == "FRA" and table.from_text("fr-x").alpha3 == "FRA"
+    assert table.from_text("CAN", "alpha3").region == "Western"
+    assert table.from_numeric(999) is None and table.from_numeric(12.5) is None
+
+
+def test_registry_studies_map_to_the_country_table():
+    registry = load_registry(SOURCES / "registry.yaml")
+    table = CountryTable.load(SOURCES / "countries.csv")
+    for study in registry.studies:
+        assert set(study.country.map.values()) <= set(table.by_alpha3)
+
+
+def _question(**overrides):
+    base = {"id": "wvs_X", "variable": "A008", "topic": "T", "category": TOPIC_CATEGORIES[0], "text": "Q?",
+            "options": [{"code": 1, "label": "a"}, {"code": 2, "label": "b"}]}
+    base.update(overrides)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        (_question(category="Politics"), "is not one of the five topic categories"),
+        (_question(options=[{"code": 1, "label": "a"}]), "at least two"),
+        (_question(options=[{"code": 1, "label": "a"}, {"code": 1, "label": "b"}]), "more than one option"),
+        (_question(options=[{"code": 1, "label": "a"}, {"code": 2, "label": "a"}]), "labels must be unique"),
+        (_question(options=[{"code": 1, "label": "a", "value": 2}, {"code": 2, "label": "b", "value": 1}]),
+         "strictly increasing"),
+        (_question(invalid_codes=[2]), "both an option and invalid"),
+        (_question(text=""), "needs a question 'text'"),
+        (_question(draft=True), "still a --discover draft"),
+        (_question(variable=None), "needs its time-series 'variable'"),
+        (_question(options=[{"label": "a"}, {"code": 2, "label": "b"}]), "exactly one of 'code' or 'codes'"),
+    ],
+)
+def test_registry_errors_name_the_entry(tmp_path, registry_file, question, message):
+    path = registry_file({"format": "chronoculture-registry/1", "wvs": {"questions": [question]}})
+    with pytest.raises(SourceError, match=message) as info:
+        load_registry(path)
+    assert info.value.file == str(path)
+    assert "wvs_X" in str(info.value)
+
+
+def test_registry_file_level_errors(tmp_path, registry_file, registry_data):
+    with pytest.raises(SourceError, match="format: chronoculture-registry/1"):
+        load_registry(registry_file({"wvs": {}}))
+    registry_data["wvs"]["questions"].append(dict(registry_data["wvs"]["questions"][0]))
+    with pytest.raises(SourceError, match="ids must be unique"):
+        load_registry(registry_file(registry_data))
+    registry_data["wvs"]["questions"].pop()
+    registry_data["issp"]["questions"][0]["sources"]["ZA0000"] = "v1"
+    with pytest.raises(SourceError, match=r"unknown studies \['ZA0000'\]"):
+        load_registry(registry_file(registry_data))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("format: [unclosed")
+    with pytest.raises(SourceError, match="not valid YAML"):
+        load_registry(bad)
+
+
+def test_country_table_errors(tmp_path):
+    path = tmp_path / "countries.csv"
+    path.write_text("iso_numeric,alpha3,alpha2,name,region,aliases\n36,AUS,AU,Australia,Oceania,\n")
+    with pytest.raises(SourceError, match="region 'Oceania'") as info:
+        CountryTable.load(path)
+    assert info.value.row == 2
+    path.write_text("iso_numeric,alpha3,name\n36,AUS,Australia\n")
+    with pytest.raises(SourceError, match="lacks columns"):
+        CountryTable.load(path)
