@@ -1,0 +1,91 @@
+"""Evaluation of the Historical Italian benchmark: `histbench eval italian` and `histbench report italian`.
+
+    histbench eval italian --model api:MODEL@URL --dataset build/italian-1.0.0 --out runs/NAME
+    histbench eval italian --baseline random --dataset build/italian-1.0.0 --out runs/random
+    histbench report italian runs/NAME runs/random --out runs/report-italian
+
+A model run sends one chat request per row (prompts: sources/italian/prompts.yaml, section
+`eval`; greedy decoding) through the run store (`runs/NAME/records.jsonl`: resumable, an
+answer is never paid twice) and writes `results.json` (metrics per task, signature) and
+`items/<task>.jsonl` (per-row scoring). Metrics: see `metrics.py` and `tasks.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from histbench.builders.core.errors import EvalError, UsageError
+from histbench.eval.plugin import BenchmarkEvaluator
+
+from .tasks import BASELINES, TASKS
+
+
+class ItalianEvaluator(BenchmarkEvaluator):
+    name = "italian"
+
+    def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from histbench.eval.backends import add_model_arguments
+
+        parser.add_argument("--dataset", required=True, help="build/italian-1.0.0 (or a Hub id)")
+        parser.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
+        parser.add_argument("--tasks", nargs="+", choices=TASKS, help="tasks to run (default: every task in the build)")
+        parser.add_argument("--limit", type=int, help="first N rows per task (smoke tests)")
+        parser.add_argument("--baseline", choices=BASELINES, help="score a no-model baseline instead of --model")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+        add_model_arguments(parser)
+
+    def run_eval(self, args: argparse.Namespace) -> None:
+        from histbench.builders.core.dataset import BuiltDataset
+
+        from .run import evaluate
+
+        if bool(args.baseline) == bool(args.model):
+            raise UsageError("give exactly one of --model SPEC and --baseline NAME")
+        built = BuiltDataset.open(args.dataset, benchmark="italian")
+        backend = None
+        if args.model:
+            from histbench.eval.backends import backend_from_args
+
+            backend = backend_from_args(args)
+        try:
+            results = evaluate(built, args.out, backend=backend, baseline=args.baseline, tasks=args.tasks,
+                               limit=args.limit, seed=args.seed)
+        finally:
+            if backend is not None:
+                backend.close()
+        from .report import results_markdown
+
+        print(results_markdown([results]))
+        print(f"\nresults: {Path(args.out) / 'results.json'}")
+
+    def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")
+        parser.add_argument("--out", type=Path, help="write index.md / index.html / report.json here")
+
+    def run_report(self, args: argparse.Namespace) -> None:
+        from histbench.eval.report import ReportSection, write_report
+
+        from .report import results_markdown
+
+        loaded = []
+        for run in args.runs:
+            path = Path(run) / "results.json"
+            if not path.is_file():
+                raise EvalError("not an italian run folder: results.json is missing", file=run)
+            loaded.append(json.loads(path.read_text(encoding="utf-8")))
+        text = results_markdown(loaded)
+        print(text)
+        if args.out:
+            index = write_report([ReportSection("Historical Italian", text, data={"runs": loaded})], args.out,
+                                 "Historical Italian benchmark")
+            print(f"\nreport: {index}")
+
+    def demo(self, built, work_dir: Path, report_dir: Path):
+        from .report import demo_section
+
+        return demo_section(built, Path(work_dir), Path(report_dir))
+
+
+EVALUATOR = ItalianEvaluator()
