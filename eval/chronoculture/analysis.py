@@ -89,6 +89,17 @@ class CellBatch:
         order = np.argsort(values[index], kind="stable")
         self._medians.append((key, index[order], values[index][order]))
 
+    def definitions(self):
+        """(kind, key, values, subset) of every cell, kind "mean" or "median" (e.g. for a naive re-computation)."""
+        for key, values, subset in zip(self._mean_keys, self._mean_values, self._mean_subset, strict=True):
+            yield "mean", key, values, self._subsets[subset]
+        for key, index, values in self._medians:
+            subset = np.zeros(self.n, dtype=bool)
+            subset[index] = True
+            full = np.full(self.n, np.nan)
+            full[index] = values
+            yield "median", key, full, subset
+
     def compute(self, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0,
                 level: float = stats.DEFAULT_LEVEL) -> dict[str, Cell]:
         cells: dict[str, Cell] = {}
@@ -96,15 +107,18 @@ class CellBatch:
         sizes = subsets.sum(axis=0)
         counts = None
         if resamples > 0 and self.n > 0:
-            counts = stats.bootstrap_counts(self.n, resamples, seed).astype(float)
+            counts = resample_counts(self.n, resamples, seed)
         if self._mean_keys:
             filled = np.stack(self._mean_values, axis=1)
             col_subset = np.array(self._mean_subset)
             with np.errstate(invalid="ignore", divide="ignore"):
                 estimates = filled.sum(axis=0) / sizes[col_subset]
             if counts is not None:
+                # float32 products: counts are small integers and the totals stay far below 2^24
+                weights = counts.astype(np.float32)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    samples = (counts @ filled) / (counts @ subsets)[:, col_subset]
+                    samples = ((weights @ filled.astype(np.float32)) / (weights @ subsets.astype(np.float32))[:, col_subset])
+                samples = samples.astype(float)
                 low, high = _interval(samples, level)
             else:
                 low = high = np.full(len(self._mean_keys), np.nan)
@@ -124,14 +138,32 @@ class CellBatch:
         return cells
 
 
+def resample_counts(n: int, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """(resamples, n) int32: how often each item is drawn in each bootstrap resample.
+
+    The draws are `histbench.eval.stats.bootstrap_indices` (n items with replacement per
+    resample), tallied per resample with bincount, which is much faster than multinomial
+    draws over thousands of items.
+    """
+    index = stats.bootstrap_indices(n, resamples, seed)
+    counts = np.empty((resamples, n), dtype=np.int32)
+    for row, drawn in enumerate(index):
+        counts[row] = np.bincount(drawn, minlength=n)
+    return counts
+
+
 def _interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval per column; NaN for a column with no defined resample."""
     low = np.full(samples.shape[1], np.nan)
     high = np.full(samples.shape[1], np.nan)
-    defined = ~np.all(np.isnan(samples), axis=0)
-    if defined.any():
-        lo, hi = stats.percentile_interval(samples[:, defined], level)
-        low[defined], high[defined] = lo, hi
+    holes = np.isnan(samples)
+    complete = ~holes.any(axis=0)
+    if complete.any():  # the common case, without the slow NaN-aware percentile
+        tail = (1.0 - level) / 2.0 * 100.0
+        low[complete], high[complete] = np.percentile(samples[:, complete], [tail, 100.0 - tail], axis=0)
+    partial = ~complete & ~holes.all(axis=0)
+    if partial.any():
+        low[partial], high[partial] = stats.percentile_interval(samples[:, partial], level)
     return low, high
 
 
@@ -141,7 +173,7 @@ def weighted_medians(sorted_values: np.ndarray, counts: np.ndarray) -> np.ndarra
     The resample holds value j counts[b, j] times; its median is the mean of the order
     statistics at 0-based positions floor((N-1)/2) and floor(N/2). NaN when N = 0.
     """
-    cum = np.cumsum(counts, axis=1)
+    cum = np.cumsum(counts, axis=1, dtype=np.int32)
     total = cum[:, -1]
     lo = np.floor((total - 1) / 2)
     hi = np.floor(total / 2)
@@ -321,6 +353,20 @@ def _rf3_cells(batch: CellBatch, v: dict) -> None:
 PARTS = ("rf1", "align", "rf2", "rf3")
 
 
+def collect_cells(v: dict, parts: tuple[str, ...] = PARTS, sets: tuple[str, ...] = tuple(m.BOUNDARY_SETS)) -> CellBatch:
+    """Every cell definition of the given parts over per-pair values `v` (see `pair_values`)."""
+    batch = CellBatch(v["d_h"].size)
+    if "rf1" in parts:
+        _rf1_cells(batch, v, sets)
+    if "align" in parts:
+        _alignment_cells(batch, v, sets)
+    if "rf2" in parts:
+        _rf2_cells(batch, v, sets)
+    if "rf3" in parts:
+        _rf3_cells(batch, v)
+    return batch
+
+
 def analyse(
     bench: Benchmark,
     preds: Predictions,
@@ -347,16 +393,7 @@ def analyse(
                   "pairs_from": "given"}
     idx = np.flatnonzero(analysed)
     v = pair_values(bench, preds, idx)
-    batch = CellBatch(idx.size)
-    if "rf1" in parts:
-        _rf1_cells(batch, v, sets)
-    if "align" in parts:
-        _alignment_cells(batch, v, sets)
-    if "rf2" in parts:
-        _rf2_cells(batch, v, sets)
-    if "rf3" in parts:
-        _rf3_cells(batch, v)
-    cells = batch.compute(resamples, seed)
+    cells = collect_cells(v, parts, sets).compute(resamples, seed)
     counts["categories"] = {name: int((v["categories"]["default"] == code).sum()) for code, name in enumerate(m.CATEGORIES)}
     counts["alignment_ties"] = int((v["alignment"] == m.TIE).sum())
     counts["default_period_ties"] = int(v["default_tied"].sum())

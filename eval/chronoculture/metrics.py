@@ -127,13 +127,23 @@ def wasserstein(p: np.ndarray, q: np.ndarray, positions: np.ndarray) -> np.ndarr
     out = np.empty(p.shape[0])
     if p.shape[0] == 0:
         return out.reshape(shape)
-    scales, inverse = np.unique(positions, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    scales, inverse = _scale_groups(positions)
     for s, scale in enumerate(scales):
         k = 1 + int(np.count_nonzero(np.diff(scale) > 0))
         rows = np.flatnonzero(inverse == s)
         out[rows] = normalised_wasserstein(p[rows, :k], q[rows, :k], scale[:k])
     return out.reshape(shape)
+
+
+def _scale_groups(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of `positions` and each row's group (fast path: a 1-D key per row)."""
+    probe = np.random.default_rng(12345).random(positions.shape[1]) + 1.0
+    keys = positions @ probe
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    scales = positions[first]
+    if not np.array_equal(scales[inverse], positions):  # two scales with the same key: exact grouping
+        scales, inverse = np.unique(positions, axis=0, return_inverse=True)
+    return scales, inverse.reshape(-1)
 
 
 def identical(p: np.ndarray, q: np.ndarray, tol: float = TIE_TOLERANCE) -> np.ndarray:
