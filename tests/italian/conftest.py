@@ -1,0 +1,52 @@
+"""Fixtures of the Historical Italian tests: the bundled sample built once per session
+(TF-IDF embeddings: no model load), and the real files in ../shared/realdata/italian."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sources" / "italian" / "sample"
+REALDATA = REPO.parent / "shared" / "realdata" / "italian"
+
+
+def build(tmp: Path, given: dict, **options) -> Path:
+    from histbench.builders.core.build import run_build
+    from histbench.builders.italian import BUILDER
+
+    opts = {"embedding_model": "tfidf", "chat_cache": str(tmp / "chat.jsonl"), **options}
+    return run_build(BUILDER, given, options=opts, out_root=tmp)
+
+
+def sample_inputs() -> dict:
+    from histbench.builders.italian import BUILDER
+
+    return {role: [str(p) for p in paths] if len(paths) > 1 else str(paths[0])
+            for role, paths in BUILDER.manifest().sample_paths().items()}
+
+
+def rows(folder: Path, config: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    tables = sorted((folder / "data" / config).glob("*.parquet"))
+    return [r for t in tables for r in pq.read_table(t).to_pylist()]
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def sample_build(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("italian-sample")
+    return build(tmp, sample_inputs(), wsd_questions=0, classense_subset=2, classense_subset_draws=200, questions_per_genre=6)
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    if not REALDATA.is_dir():
+        pytest.skip(f"no real Italian sources at {REALDATA} (a user's clone has no ../shared/realdata)")
+    return REALDATA

@@ -1,0 +1,130 @@
+"""The whole build on the bundled sample and on the real files, checked by hand; the
+evaluator on baselines through the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from histbench.builders.core.errors import SourceError
+
+from .conftest import SAMPLE, build, manifest, rows, sample_inputs
+
+CONFIGS = ["wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext"]
+
+
+def test_sample_build_has_every_task(sample_build):
+    m = manifest(sample_build)
+    assert list(m["rows"]) == CONFIGS
+    assert m["summary"]["absent_tasks"] == {}
+    assert m["authors_table"]["user"]["file"] == "authors.csv"
+
+
+def test_sample_letters_offsets_and_exclusions(sample_build):
+    for config in ("ner_classense", "ner_bellini"):
+        for row in rows(sample_build, config):
+            for entity in row["entities"]:
+                assert row["text"][entity["start"]:entity["end"]] == entity["text"]
+    bellini = rows(sample_build, "ner_bellini")
+    assert [r["id"] for r in bellini] == ["SAMPLE_LL1_1"]          # the French letter is excluded
+    counts = manifest(sample_build)["summary"]["tasks"]["ner_bellini"]["counts"]
+    assert counts["letters in language fr (excluded)"] == 1
+    types = {(e["text"], e["type"]) for e in bellini[0]["entities"]}
+    assert {("teatro Carcano", "ORG"), ("Sonnambula", "WORK"), ("coristi", "GROUP"), ("cavatina", "MUSIC")} <= types
+    assert "impazzire" in bellini[0]["text"] and "Signora Giuditta Turina" in bellini[0]["text"]
+    classense = manifest(sample_build)["summary"]["tasks"]["ner_classense"]
+    assert classense["letters_in_corpus"] == 3 and classense["subset"]["size"] == 2
+    assert classense["counts"]["files that are not XML (skipped)"] == 1
+
+
+def test_sample_wsd_rows(sample_build):
+    wsd = rows(sample_build, "wsd")
+    assert len(wsd) == 9        # 10 notes each; "tirare innanzi" and "vaso di terra cotta" have one commentator
+    for row in wsd:
+        assert len(row["candidates"]) == 6 and row["candidates"][row["gold_index"]] == row["answer"]
+        assert row["context"][row["target_start"]:row["target_end"]] == row["target_phrase"]
+        assert len(row["commentators"]) >= 2 and row["similarity"] < 0.7
+    bel = next(r for r in wsd if r["target_phrase"] == "bel bello")
+    assert bel["commentators"] == ["CommentatoreA", "CommentatoreB"]
+
+
+def test_sample_ranking_and_authorship_rules_3_3(sample_build):
+    ranking = rows(sample_build, "chrono_ranking")
+    assert {r["genre"] for r in ranking} == {"poetry", "narrative"}
+    for row in ranking:
+        years = row["years"]
+        assert all(abs(a - b) >= 100 for i, a in enumerate(years) for b in years[i + 1:])
+        assert [years[i] for i in row["gold_order"]] == sorted(years, reverse=True)
+        assert all(200 <= len(s["text"]) <= 600 for s in row["snippets"])
+    for row in rows(sample_build, "authorship"):
+        authors = [s["author"] for s in row["snippets"]]
+        other = row["snippets"][row["gold_index"]]
+        assert authors.count(other["author"]) == 1 and len(set(authors)) == 2
+        anchor = row["snippets"][row["anchor_index"]]
+        assert abs(other["birth_year"] - anchor["birth_year"]) < 50
+    excluded = manifest(sample_build)["summary"]["tasks"]["chrono_ranking"]["excluded_authors_in_other_tasks"]
+    assert "Cecco Campestre" in excluded            # the cited poet of the intertext task
+
+
+def test_sample_syntax_and_intertext(sample_build):
+    heads = rows(sample_build, "head")
+    assert len(heads) == 3
+    for row in heads:
+        assert row["options"][row["gold_index"]]["id"] == row["head"]["id"]
+        assert row["text"][row["token"]["start"]:row["token"]["end"]] == row["token"]["form"]
+        assert all(o["form"] not in ("in", "il", "a") for o in row["options"])   # words of "nel"/"al" are never shown
+    deprel = rows(sample_build, "deprel")
+    assert all(r["deprel"] != "root" and r["options"][r["gold_index"]] == r["relation"] for r in deprel)
+    assert any(r["relation"] == "possessive determiner" for r in deprel)
+    inter = rows(sample_build, "intertext")
+    assert len(inter) == 3                          # the generic concordance is left out
+    for row in inter:
+        positive = row["text_a"] if row["gold"] == "A" else row["text_b"]
+        first, last = row["cited_lines"]
+        assert row["chunk_a"] != row["chunk_b"] and len(positive.split("\n")) == 4
+        assert row["source_author"] == "Cecco Campestre"
+    counts = manifest(sample_build)["summary"]["tasks"]["intertext"]["counts"]
+    assert counts["citations of type CONCORDANZA GENERICA (left out)"] == 1
+
+
+@pytest.mark.parametrize("fmt,suffix", [("xml", "rdf"), ("nt", "nt")])
+def test_intertext_reads_rdf_xml_and_ntriples(tmp_path, fmt, suffix):
+    import rdflib
+
+    graph = rdflib.Graph().parse(str(SAMPLE / "dantesources.ttl"), format="turtle")
+    path = tmp_path / f"dantesources.{suffix}"
+    graph.serialize(str(path), format=fmt)
+    out = build(tmp_path, {"dantesources": str(path), "bibit": str(SAMPLE / "bibit"), "authors": str(SAMPLE / "authors.csv")},
+                questions_per_genre=1)
+    assert len(rows(out, "intertext")) == 3
+    absent = manifest(out)["summary"]["absent_tasks"]
+    assert set(absent) == {"wsd", "ner_classense", "ner_bellini", "head", "deprel"}
+
+
+def test_malformed_letter_fails_the_build_naming_file_and_line(tmp_path):
+    folder = tmp_path / "letters"
+    folder.mkdir()
+    (folder / "bad.xml").write_text('<TEI xmlns="http://www.tei-c.org/ns/1.0"><correspDesc/>\n<text><body>\n<p>x</body></text></TEI>')
+    with pytest.raises(SourceError, match=r"bad\.xml.*line 3"):
+        build(tmp_path, {"classense": str(folder)})
+    assert not (tmp_path / "italian-1.0.0").exists()
+
+
+def test_eval_baseline_and_report_cli(sample_build, tmp_path):
+    run = tmp_path / "runs" / "random"
+    cmd = [sys.executable, "-m", "histbench.builders.cli"]
+    done = subprocess.run(cmd + ["eval", "italian", "--baseline", "random", "--dataset", str(sample_build), "--out", str(run)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((run / "results.json").read_text())
+    assert set(results["tasks"]) == set(CONFIGS)
+    assert 0.0 <= results["tasks"]["wsd"]["accuracy"] <= 1.0
+    report = subprocess.run(cmd + ["report", "italian", str(run), "--out", str(tmp_path / "report")],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "Word sense disambiguation" in report.stdout and "strict F1" in report.stdout
+
+
+def test_sample_inputs_cover_every_role():
+    assert set(sample_inputs()) == {"leggomanzoni", "classense", "bellini", "bibit", "cavalcanti", "dantesources", "authors"}

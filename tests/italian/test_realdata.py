@@ -1,0 +1,59 @@
+"""Builds on the real sources in ../shared/realdata/italian (skipped when absent)."""
+
+import pytest
+
+from .conftest import build, manifest, rows
+
+
+@pytest.fixture(scope="module")
+def real_build(realdata, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("italian-real")
+    given = {"leggomanzoni": realdata / "leggomanzoni", "classense": realdata / "classense", "bellini": realdata / "bellini",
+             "bibit": realdata / "biblioteca", "cavalcanti": realdata / "cavalcanti"}
+    return build(tmp, {k: str(v) for k, v in given.items()}, classense_subset=0)
+
+
+def test_real_counts(real_build):
+    m = manifest(real_build)
+    assert m["rows"]["ner_classense"]["test"] == 43          # every letter (subset 0); letter-base.txt skipped
+    assert m["rows"]["ner_bellini"]["test"] == 1
+    assert m["rows"]["head"]["test"] == 27                   # one per sentence of the 8 gold poems
+    assert m["rows"]["wsd"]["test"] == 200
+    assert m["rows"]["chrono_ranking"]["test"] == 50 and m["rows"]["authorship"]["test"] == 50
+    assert m["summary"]["absent_tasks"]["intertext"] == "no --dantesources given"
+    tasks = m["summary"]["tasks"]
+    assert tasks["ner_classense"]["corpus_entity_counts"] == {"PER": 928, "LOC": 337, "ORG": 151, "WORK": 581}
+    assert "Manzoni" in " ".join(tasks["chrono_ranking"]["excluded_authors_in_other_tasks"])
+    assert tasks["chrono_ranking"]["authors_missing_birth_year"] == {}
+
+
+def test_real_classense_letter_by_hand(real_build):
+    letter = next(r for r in rows(real_build, "ner_classense") if r["id"] == "DLCL_CF_E10001")
+    faenza = next(e for e in letter["entities"] if e["text"] == "Faenza")
+    assert (faenza["start"], faenza["end"], faenza["type"]) == (116, 122, "LOC")
+    assert letter["text"][116:122] == "Faenza"
+    work = next(e for e in letter["entities"] if e["text"] == "due Manoscritti del Quadriregio")
+    assert work["type"] == "WORK"
+    assert "Vostra Paternità" in [e["text"] for e in letter["excluded_references"]]
+    assert (letter["sender"], letter["recipient"], letter["date"]) == ("Pietro Canneti", "Mariangelo Fiacchi", "1711-10-31")
+    for row in rows(real_build, "ner_classense"):
+        for entity in row["entities"]:
+            assert row["text"][entity["start"]:entity["end"]] == entity["text"]
+
+
+def test_real_bellini_letter_by_hand(real_build):
+    (letter,) = rows(real_build, "ner_bellini")
+    fenice = next(e for e in letter["entities"] if e["type"] == "ORG")
+    assert (fenice["text"], fenice["parts"]) == ("teatro della Fenice", 2)
+    assert letter["text"][fenice["start"]:fenice["end"]] == "teatro della Fenice"
+    assert "Madama Levis" in letter["text"] and "cantare" in letter["text"] and "affettazione" in letter["text"]
+    assert "AM840" not in letter["text"]                       # the catalogue number (fw) is not letter text
+
+
+def test_real_wsd_and_syntax_rows(real_build):
+    wsd = rows(real_build, "wsd")
+    assert all(len(r["candidates"]) == 6 and len(r["commentators"]) >= 2 for r in wsd)
+    assert all(r["context"][r["target_start"]:r["target_end"]] == r["target_phrase"] for r in wsd)
+    for row in rows(real_build, "head"):
+        assert row["text"][row["token"]["start"]:row["token"]["end"]] == row["token"]["form"]
+        assert row["options"][row["gold_index"]]["id"] == row["head"]["id"]
