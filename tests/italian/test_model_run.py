@@ -1,0 +1,59 @@
+"""A model run through the evaluator engine (loopback chat server) and the chat-backed WSD build steps."""
+
+import json
+
+from histbench.builders.core.dataset import BuiltDataset
+from histbench.eval.backends import load_backend
+from histbench.eval.italian.run import evaluate
+
+from .conftest import SAMPLE, build, rows
+
+
+def _answer(messages):
+    user = messages[-1]["content"]
+    if '"entities"' in user:
+        return 'Ecco: ```json\n{"entities": [{"text": "Faenza", "type": "LOC"}, {"text": "Marozzi", "type": "PER"}]}\n```'
+    if '"order"' in user:
+        return '{"order": ["A", "B", "C", "D"]}'
+    return '{"answer": "A"}'
+
+
+def test_model_run_is_scored_and_resumes_without_asking_again(sample_build, chat_server, tmp_path):
+    server = chat_server(_answer)
+    backend = load_backend(server.spec(), {"max_concurrency": 2})
+    built = BuiltDataset.open(sample_build)
+    out = tmp_path / "run"
+    results = evaluate(built, out, backend=backend, tasks=["wsd", "ner_classense", "chrono_ranking", "intertext"])
+    asked = server.requests
+    wsd = rows(sample_build, "wsd")
+    assert results["tasks"]["wsd"]["accuracy"] == sum(r["gold_index"] == 0 for r in wsd) / len(wsd)
+    inter = rows(sample_build, "intertext")
+    assert results["tasks"]["intertext"]["accuracy"] == sum(r["gold"] == "A" for r in inter) / len(inter)
+    assert results["tasks"]["ner_classense"]["parse_failures"] == 0
+    assert (out / "records.jsonl").is_file() and results["signature"]["text"].startswith("histbench:")
+    again = evaluate(built, out, backend=load_backend(server.spec(), {}), tasks=["wsd", "ner_classense", "chrono_ranking", "intertext"])
+    assert server.requests == asked and again["tasks"] == results["tasks"]
+
+
+def _builder_answer(messages):
+    user = messages[-1]["content"]
+    if '"suitable"' in user:
+        return '{"suitable": true, "reason": "gloss"}'
+    if '"distractors"' in user:
+        return json.dumps({"distractors": ["senso figurato di gioco", "luogo di ritrovo", "antico strumento",
+                                           "modo di camminare", "tipo di tessuto"]})
+    phrase = user.split("«", 1)[1].split("»", 1)[0]
+    return json.dumps({"answer": f"significato sintetico di {phrase}"})
+
+
+def test_wsd_build_with_chat_model_and_cache(chat_server, tmp_path):
+    server = chat_server(_builder_answer)
+    given = {"leggomanzoni": str(SAMPLE / "leggomanzoni")}
+    out = build(tmp_path, given, chat_model=server.spec(), wsd_questions=0)
+    wsd = rows(out, "wsd")
+    assert wsd and all(r["screening_method"].startswith("chat:") and r["synthesis_method"].startswith("chat:") for r in wsd)
+    assert all(r["answer"].startswith("significato sintetico di") for r in wsd)
+    assert all(s in ("gold", "chat model") for r in wsd for s in r["candidate_sources"])
+    asked = server.requests
+    build(tmp_path, given, chat_model=server.spec(), wsd_questions=0)
+    assert server.requests == asked          # answered from the chat cache
