@@ -86,7 +86,8 @@ needs a model's undated answers):
 - `frozen oldest gold` and `frozen newest gold`: oracles that repeat one survey year's
   gold distribution for every prompt. They are not models: they show what a perfectly
   informed but time-blind predictor scores (both periods accurate only while the human
-  shift stays under the tolerance, every shifted pair aligned with one year, zero model shift).
+  shift stays under the tolerance, every shifted pair aligned with one year, zero model
+  shift); in the modal-answer format (Table 5) they answer that distribution's mode.
 
 The static reference of C.1 (a model's undated answer used for both years) needs a model
 run: `histbench report chronoculture RUN...` adds it, with the uniform reference on the

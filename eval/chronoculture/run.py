@@ -17,7 +17,7 @@ re-parses stored answers and asks only what is missing.
 
 Reference runs need no model: --baseline uniform (equal shares for every option) and
 the oracles frozen-oldest / frozen-newest (one year's gold distribution repeated for
-every prompt). The static reference of C.1 (a model's undated answer used for both
+every prompt; in the modal-answer format they answer that distribution's mode). The static reference of C.1 (a model's undated answer used for both
 years) is derived from each model run by `histbench report`.
 """
 
@@ -129,6 +129,14 @@ def run_baseline(built, bench: Benchmark, name: str, out: Path, label: str | Non
     preds = uniform_predictions(bench) if name == "uniform" else frozen_gold_predictions(bench, name.split("-", 1)[1])
     pairs = np.arange(min(limit, bench.n)) if limit else None
     rows = rows_from_predictions(bench, preds, pairs)
+    if bench.modal is not None and name != "uniform":
+        # a frozen oracle's single answer is the mode of the distribution it repeats (A.5)
+        keep = set(range(bench.n) if pairs is None else pairs.tolist())
+        for i in bench.modal.pair_index:
+            if int(i) in keep:
+                choice = int(np.argmax(preds.p_old[i, : bench.k[i]]))
+                rows += [{"pair_id": bench.pair_id[i], "period": period, "choice": choice, "route": "baseline",
+                          "error": None} for period in ("mcq_old", "mcq_new")]
     identity, prompt_hash = _dataset_info(built)
     info = {
         "label": label or preds.label, "kind": "baseline", "baseline": name, "model": None, "dataset": identity,
