@@ -11,10 +11,15 @@ Tokenisation is the harness's, so that numbers are comparable:
 
 - trailing whitespace of the context moves to the front of the continuation;
 - context tokens = encode(context); continuation tokens = encode(context + continuation)
-  after the first len(context tokens) tokens (encode adds no special tokens unless
-  `add_bos_token`);
-- an empty context is replaced by one prefix token (BOS, else EOS) and the continuation is
-  encoded alone;
+  after the first len(context tokens) tokens. encode uses the tokenizer's own default for
+  special tokens (so a BOS is added where the tokenizer adds one, except to a text that
+  already starts with it), unless `add_bos_token` is True or False (as the harness's
+  option of that name);
+- an empty context: the continuation is encoded without special tokens, and one prefix
+  token (BOS, else EOS) stands for the context, unless the continuation already starts
+  with that token, which then serves as the context. A whitespace-only context (which
+  the harness cannot score) is handled the same way, its whitespace kept on the
+  continuation;
 - the scored sequence is context tokens + continuation tokens, cut from the left to the
   model's window + 1 tokens (the last token is never fed in). Each cut is counted in the
   result's `truncated` (tokens dropped). A continuation longer than the window is an error.
@@ -61,8 +66,10 @@ class Encoded:
 
 
 def model_max_length(model: Any, tokenizer: Any = None) -> int:
-    """The context window, found the way lm-evaluation-harness finds it."""
+    """The context window, found the way lm-evaluation-harness finds it (a nested
+    text_config first, then the config, then the tokenizer, then 2048)."""
     config = getattr(model, "config", None)
+    config = getattr(config, "text_config", None) or config
     for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
         value = getattr(config, attr, None)
         if isinstance(value, int) and value > 0:
@@ -87,12 +94,13 @@ def encode_requests(
     requests: Sequence[LoglikelihoodRequest],
     *,
     max_length: int,
-    add_bos_token: bool = False,
+    add_bos_token: bool | None = None,
     prefix_id: int | None = None,
 ) -> list[Encoded]:
     """Tokenise (context, continuation) pairs with the harness convention and cut each
     from the left to max_length + 1 tokens."""
     prefix_id = prefix_token_id(tokenizer) if prefix_id is None else prefix_id
+    bos_text = tokenizer.decode([prefix_id])
     contexts: list[str] = []
     wholes: list[str] = []
     alone: list[str] = []
@@ -116,18 +124,29 @@ def encode_requests(
         wholes.append(context + continuation)
     unique_contexts = list(dict.fromkeys(contexts))
 
-    def encode(texts: list[str]) -> list[list[int]]:
-        if not texts:
-            return []
-        return tokenizer(texts, add_special_tokens=add_bos_token)["input_ids"]
+    def encode(texts: list[str], special: bool | None) -> list[list[int]]:
+        """special None: the tokenizer's default, but none for a text already starting with BOS."""
+        out: list[list[int] | None] = [None] * len(texts)
+        groups: dict[bool | None, list[int]] = {}
+        for n, text in enumerate(texts):
+            flag = special
+            if flag is None and bos_text and text.startswith(bos_text):
+                flag = False
+            groups.setdefault(flag, []).append(n)
+        for flag, members in groups.items():
+            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            for n, ids in zip(members, tokenizer([texts[n] for n in members], **kwargs)["input_ids"], strict=True):
+                out[n] = list(ids)
+        return out  # type: ignore[return-value]
 
-    context_ids = dict(zip(unique_contexts, encode(unique_contexts), strict=True))
-    whole_ids = encode(wholes)
-    alone_ids = encode(alone)
+    context_ids = dict(zip(unique_contexts, encode(unique_contexts, add_bos_token), strict=True))
+    whole_ids = encode(wholes, add_bos_token)
+    alone_ids = encode(alone, False)
     out: list[Encoded] = []
     for n, (how, i) in enumerate(plan):
         if how == "alone":
-            ctx, cont = [prefix_id], alone_ids[i]
+            cont = alone_ids[i]
+            ctx, cont = ([prefix_id], cont) if not cont or cont[0] != prefix_id else (cont[:1], cont[1:])
         else:
             ctx = context_ids[contexts[i]]
             cont = whole_ids[i][len(ctx):]
@@ -346,7 +365,7 @@ def loglikelihood(
     method: str = "prefix",
     batch_size: int = 8,
     max_length: int | None = None,
-    add_bos_token: bool = False,
+    add_bos_token: bool | None = None,
     token_budget: int = 2048,
     progress_cb=None,
 ) -> list[LoglikelihoodResult]:

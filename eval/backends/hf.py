@@ -87,7 +87,7 @@ class HFBackend(Backend):
         "device": ("auto", "auto (cuda if available, else cpu), cpu, cuda, cuda:1, mps"),
         "max_length": (None, "context window for loglikelihood (default: the model config's)"),
         "chat_template": ("auto", "auto (messages through the chat template when there is one), always (prompts too), never"),
-        "add_bos_token": (False, "loglikelihood: encode with special tokens (the harness default is no)"),
+        "add_bos_token": (None, "loglikelihood: encode with special tokens: null = the tokenizer's default (as the harness), true, false"),
         "loglikelihood_method": ("prefix", "prefix (shared context passes) or naive (one full pass per pair, like the harness)"),
         "token_budget": (2048, "loglikelihood: most rows x tokens per continuation pass (memory bound)"),
         "task": ("auto", "auto, causal or masked"),
@@ -371,7 +371,7 @@ class HFBackend(Backend):
                     method=self.options["loglikelihood_method"],
                     batch_size=self.batch_size,
                     max_length=self.options["max_length"],
-                    add_bos_token=bool(self.options["add_bos_token"]),
+                    add_bos_token=self.options["add_bos_token"],
                     token_budget=int(self.options["token_budget"]),
                 )
                 yield [indices[n] for n in step], results

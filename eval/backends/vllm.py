@@ -50,7 +50,7 @@ class VLLMBackend(Backend):
         "quantization": (None, "vLLM quantisation method (awq, fp8, ...)"),
         "enforce_eager": (False, "disable CUDA graphs"),
         "chat_template": ("auto", "auto, always or never (as for hf)"),
-        "add_bos_token": (False, "loglikelihood: encode with special tokens"),
+        "add_bos_token": (None, "loglikelihood: encode with special tokens: null = the tokenizer's default (as the harness), true, false"),
         "trust_remote_code": (False, "allow model code from the Hub"),
     }
     KEY_OPTIONS = ("dtype", "max_model_len", "quantization", "chat_template", "add_bos_token")
@@ -137,9 +137,9 @@ class VLLMBackend(Backend):
         return "\n\n".join(m["content"] for m in messages), False
 
     def _generate_batch(self, requests: Sequence[GenerateRequest], indices: Sequence[int]) -> Iterator:
+        tokenizer = self.tokenizer  # loads the engine (a clear error without vllm)
         from vllm import SamplingParams
 
-        tokenizer = self.tokenizer
         for start in range(0, len(requests), self.batch_size):
             chunk = list(range(start, min(len(requests), start + self.batch_size)))
             prompts, params = [], []
@@ -178,11 +178,12 @@ class VLLMBackend(Backend):
     # -- loglikelihood ------------------------------------------------------------------------------
 
     def _loglikelihood_batch(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]) -> Iterator:
-        from vllm import SamplingParams
-
         from histbench.eval.likelihood import encode_requests
 
-        encoded = encode_requests(self.tokenizer, requests, max_length=self.max_length(), add_bos_token=bool(self.options["add_bos_token"]))
+        self.llm  # noqa: B018 - loads the engine (a clear error without vllm)
+        from vllm import SamplingParams
+
+        encoded = encode_requests(self.tokenizer, requests, max_length=self.max_length(), add_bos_token=self.options["add_bos_token"])
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
         for start in range(0, len(encoded), self.batch_size):
             chunk = list(range(start, min(len(encoded), start + self.batch_size)))
