@@ -1,0 +1,125 @@
+"""Breakdowns (C.4), repeated runs (F.3), partial runs, and the demo on the bundled sample."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from histbench.eval.chronoculture.analysis import analyse
+from histbench.eval.chronoculture.breakdowns import across_models
+from histbench.eval.chronoculture.data import Predictions, benchmark_from_records, load_predictions
+from histbench.eval.chronoculture.reporting import compare_runs
+
+OPTIONS = ["Yes", "Not sure", "No"]
+STABLE_GOLD = [0.5, 0.3, 0.2]
+FAR = [0.0, 0.0, 1.0]   # W((.5,.3,.2), (0,0,1)) = (.5 + .8)/2 = 0.65: never accurate
+
+
+def _records(groups: dict[str, int]):
+    pairs, undated = [], []
+    for topic, count in groups.items():
+        for j in range(count):
+            pid = f"{topic}_{j}"
+            pairs.append({
+                "pair_id": pid, "survey": "WVS", "question_id": pid, "question_text": "?", "topic": topic,
+                "topic_category": "Family, health, and social attitudes", "country_name": "Testland", "region": "Western",
+                "option_labels": OPTIONS, "option_values": [1.0, 2.0, 3.0], "G_old": STABLE_GOLD, "G_new": STABLE_GOLD,
+                "d_h": 0.0, "shift_category": "stable", "shift_category_tighter": "stable", "shift_category_looser": "stable",
+                "year_old": 2000, "year_new": 2020,
+            })
+            undated.append({"pair_id": pid, "years": [{"year": 2000, "gold": STABLE_GOLD}, {"year": 2020, "gold": STABLE_GOLD}]})
+    return pairs, undated
+
+
+def _model(bench, accurate: np.ndarray, label: str) -> Predictions:
+    p = np.where(accurate[:, None], np.array(STABLE_GOLD), np.array(FAR))
+    return Predictions(label, "model", p.copy(), p.copy(), np.tile(STABLE_GOLD, (bench.n, 1)))
+
+
+def test_breakdown_cells_means_ranges_and_kendalls_w_c4():
+    """C.4: per-group both-period accuracy per model; groups under 20 pairs are blank; mean and range
+    across models; Kendall's W = 1 when both models rank the topics alike (A > B > C)."""
+    pairs, undated = _records({"A": 20, "B": 20, "C": 20, "D": 19})
+    bench = benchmark_from_records(pairs, undated)
+    topic = bench.topic
+    first = np.select([topic == "A", topic == "B"], [np.arange(bench.n) % 20 < 18, np.arange(bench.n) % 20 < 10],
+                      np.arange(bench.n) % 20 < 2)
+    second = np.select([topic == "A", topic == "B"], [np.arange(bench.n) % 20 < 16, np.arange(bench.n) % 20 < 12],
+                       np.arange(bench.n) % 20 < 4)
+    analyses = [analyse(bench, _model(bench, acc, label), retention=1.0, resamples=0)
+                for acc, label in ((first, "one"), (second, "two"))]
+    summary = across_models(bench, analyses)
+    table = summary["groups"]["topic"]["WVS"]
+    a = table["A"]["stable"]["both_accurate"]
+    assert (a["mean"], a["min"], a["max"], a["models"]) == pytest.approx((0.85, 0.8, 0.9, 2))
+    assert table["D"]["stable"]["both_accurate"] is None            # 19 pairs: blank
+    assert table["D"]["stable"]["pairs"] == {"one": 19, "two": 19}
+    assert summary["kendall_w"]["topic"]["WVS"]["stable"] == {"W": pytest.approx(1.0), "groups": 3, "models": 2}
+
+    # the second model ranks B below C: rankings (A3, B2, C1) and (A3, B1, C2): totals 6, 3, 3 -> mean 4,
+    # S = 4 + 1 + 1 = 6, W = 12 * 6 / (4 * 24) = 0.75
+    swapped = np.select([topic == "A", topic == "B"], [np.arange(bench.n) % 20 < 16, np.arange(bench.n) % 20 < 2],
+                        np.arange(bench.n) % 20 < 4)
+    analyses[1] = analyse(bench, _model(bench, swapped, "two"), retention=1.0, resamples=0)
+    summary = across_models(bench, analyses)
+    assert summary["kendall_w"]["topic"]["WVS"]["stable"]["W"] == pytest.approx(0.75)
+
+
+def test_repeated_runs_are_compared_with_the_first_f3():
+    """F.3: share of predictions identical to the first run and their mean distance W."""
+    pairs, undated = _records({"A": 2})
+    bench = benchmark_from_records(pairs, undated)
+    base = np.tile(STABLE_GOLD, (2, 1))
+    first = Predictions("m", "model", base.copy(), base.copy(), base.copy())
+    moved = base.copy()
+    moved[1] = [0.3, 0.3, 0.4]   # W((.5,.3,.2), (.3,.3,.4)) = (.2 + .2)/2 = 0.2
+    other = Predictions("m", "model", base.copy(), moved, base.copy())
+    other.p_undated[0] = np.nan  # an invalid answer is left out of the comparison
+    c = compare_runs(bench, first, other)
+    assert c["new"] == {"compared": 2, "identical": 0.5, "mean_w": pytest.approx(0.1)}
+    assert c["undated"]["compared"] == 1
+    assert c["all"]["compared"] == 5 and c["all"]["identical"] == pytest.approx(4 / 5)
+    assert c["all"]["mean_w"] == pytest.approx(0.2 / 5)
+
+
+def test_partial_run_counts_missing_answers(synthetic_build, benchmark, tmp_path):
+    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.eval.chronoculture.run import run_baseline
+
+    run = tmp_path / "uniform"
+    run_baseline(BuiltDataset.open(synthetic_build), benchmark, "uniform", run, limit=10)
+    preds = load_predictions(benchmark, run)
+    assert preds.missing == {"undated": benchmark.n - 10, "old": benchmark.n - 10, "new": benchmark.n - 10}
+    a = analyse(benchmark, preds, retention=1.0, resamples=0)
+    assert a.counts["excluded_invalid_undated"] == benchmark.n - 10 and a.counts["analysed"] == 10
+
+
+def test_demo_on_the_bundled_sample(tmp_path):
+    """`make demo`'s part: build the bundled sample, run the references, write the section."""
+    from histbench.builders.core.build import get_builder, run_build
+    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.eval.chronoculture import EVALUATOR
+
+    builder = get_builder("chronoculture")
+    folder = run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=tmp_path)
+    report_dir = tmp_path / "report" / "chronoculture"
+    report_dir.mkdir(parents=True)
+    section = EVALUATOR.demo(BuiltDataset.open(folder), tmp_path / "work", report_dir)
+    text = section.markdown
+    for table in ("Table 6.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.", "Table 18.",
+                  "Table 22.", "Table 5."):
+        assert table in text, table
+    assert "(chronoculture/fig5_accuracy.png)" in text
+    for path in section.figures:
+        assert path.parent == report_dir and path.stat().st_size > 1000
+    # a frozen oracle of the older year: the older prediction is exact, so it is accurate for every pair
+    cells = section.data["RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figure 5)"]["frozen oldest gold"]
+    assert cells["rf1.default.tau0.05.all.older_accurate"]["estimate"] == 1.0
+    bench_pairs = json.loads((folder / "histbench.json").read_text())["rows"]["pairs"]["test"]
+    assert cells["rf1.default.tau0.10.all.both"]["n"] == bench_pairs
+    # and it never predicts change
+    rf2 = section.data["RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)"]
+    assert all(v["estimate"] in (1.0, None) or np.isnan(v["estimate"])
+               for k, v in rf2["frozen oldest gold"].items() if k.endswith("zero_shift"))
