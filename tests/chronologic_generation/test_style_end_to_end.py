@@ -16,8 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # trains two tiny encoders (about a minute on 2 shared CPU cores)
 
-from histbench.builders.core.errors import EvalError, SourceError  # noqa: E402
-from histbench.eval.chronologic.style import corpus as C  # noqa: E402
+from histbench.builders.core.errors import EvalError  # noqa: E402
 from histbench.eval.chronologic.style import dating  # noqa: E402
 
 FILLER = "the and of a in to was it that with for as by on at from this which".split()
@@ -96,31 +95,6 @@ def style_world(tmp_path_factory):
     pd.DataFrame(reference).to_parquet(root / "reference.parquet")
     return {"root": root, "dated": dated, "date_model": date_model, "auth_model": auth_model,
             "date_report": date_report, "auth_report": auth_report, "reference": root / "reference.parquet"}
-
-
-def test_grouped_split_never_lets_an_author_or_volume_cross():
-    frame = pd.DataFrame({"author": [f"a{i // 10}" for i in range(200)], "volume": [f"v{i // 5}" for i in range(200)]})
-    frame.loc[5, "volume"] = "shared"
-    frame.loc[150, "volume"] = "shared"  # links two authors' groups
-    groups = C.connected_groups(frame["author"], frame["volume"])
-    assert len(set(groups)) == 19 and groups[5] == groups[150]
-    split = C.grouped_split(frame, 0.2, 0.2, seed=3)
-    for column in ("author", "volume"):
-        assert frame.assign(split=split).groupby(column)["split"].nunique().max() == 1
-    assert set(split) == {"train", "validation", "test"}
-    given = frame.assign(split=["test"] * 200)
-    assert set(C.grouped_split(given)) == {"test"}
-
-
-def test_corpus_errors_name_the_file_and_field(tmp_path):
-    pd.DataFrame({"text": ["x"], "date": [1850]}).to_parquet(tmp_path / "a.parquet")
-    with pytest.raises(SourceError, match="lacks column"):
-        C.read_dated_corpus(tmp_path / "a.parquet")
-    pd.DataFrame({"text": ["x"], "label": [3], "author": ["a"], "volume": ["v"]}).to_parquet(tmp_path / "b.parquet")
-    with pytest.raises(SourceError, match="label must be 1"):
-        C.read_authenticity_corpus(tmp_path / "b.parquet")
-    with pytest.raises(SourceError, match="unknown corpus format"):
-        C.read_table(tmp_path / "a.txt") if (tmp_path / "a.txt").write_text("x") else None
 
 
 def test_training_writes_a_usable_date_predictor(style_world):

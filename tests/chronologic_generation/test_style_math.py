@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import norm, wasserstein_distance
 
+from histbench.builders.core.errors import SourceError
 from histbench.eval.chronologic.style import conformal, dating
+from histbench.eval.chronologic.style import corpus as C
 
 
 def test_thirty_six_ten_year_bins_from_1680_to_2040():
@@ -127,3 +130,28 @@ def test_authentic_passages_placed_in_their_own_windows_look_uniform():
     # a model that always sounds 30 years too modern lands near the top of every window
     modern = [ref.place("date", 30.0, 1880, 50)[0] for _ in range(5)]
     assert min(modern) > 0.95
+
+
+def test_grouped_split_never_lets_an_author_or_volume_cross():
+    frame = pd.DataFrame({"author": [f"a{i // 10}" for i in range(200)], "volume": [f"v{i // 5}" for i in range(200)]})
+    frame.loc[5, "volume"] = "shared"
+    frame.loc[150, "volume"] = "shared"  # links two authors' groups
+    groups = C.connected_groups(frame["author"], frame["volume"])
+    assert len(set(groups)) == 19 and groups[5] == groups[150]
+    split = C.grouped_split(frame, 0.2, 0.2, seed=3)
+    for column in ("author", "volume"):
+        assert frame.assign(split=split).groupby(column)["split"].nunique().max() == 1
+    assert set(split) == {"train", "validation", "test"}
+    given = frame.assign(split=["test"] * 200)
+    assert set(C.grouped_split(given)) == {"test"}
+
+
+def test_corpus_errors_name_the_file_and_field(tmp_path):
+    pd.DataFrame({"text": ["x"], "date": [1850]}).to_parquet(tmp_path / "a.parquet")
+    with pytest.raises(SourceError, match="lacks column"):
+        C.read_dated_corpus(tmp_path / "a.parquet")
+    pd.DataFrame({"text": ["x"], "label": [3], "author": ["a"], "volume": ["v"]}).to_parquet(tmp_path / "b.parquet")
+    with pytest.raises(SourceError, match="label must be 1"):
+        C.read_authenticity_corpus(tmp_path / "b.parquet")
+    with pytest.raises(SourceError, match="unknown corpus format"):
+        C.read_table(tmp_path / "a.txt") if (tmp_path / "a.txt").write_text("x") else None
