@@ -46,9 +46,9 @@ PLANNED_MODES: dict[str, str] = {
 class Mode:
     """One `--mode` of `histbench eval chronologic`.
 
-    add_arguments(group): adds this mode's own options (names unique across modes);
-    run(args): does the work (args has the common options and every mode's options);
-    needs_model: whether --model (or a mode-specific substitute) is required;
+    add_arguments(group): adds this mode's own options (names unique across modes; the
+    common options of `add_common_arguments` are already there);
+    run(args): does the work (args has the common options and every mode's options).
     """
 
     name: str

