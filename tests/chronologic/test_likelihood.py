@@ -91,15 +91,20 @@ def test_report_sorts_by_brier(sample_build, tmp_path, capsys):
     assert "random choice" in capsys.readouterr().out
 
 
-def test_cli_modes(sample_build, tmp_path, capsys):
+def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
+    import histbench.eval.chronologic as package
     from histbench.builders.cli import main
+
+    # as an installation that has only the likelihood mode
+    monkeypatch.setattr(package, "MODES", {})
+    monkeypatch.setattr(package, "MODE_MODULES", ("likelihood",))
 
     out = tmp_path / "cli-random"
     assert main(["eval", "chronologic", "--mode", "likelihood", "--baseline", "random",
                  "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50"]) == 0
     assert json.loads((out / "results.json").read_text())["label"] == "random choice"
     assert main(["eval", "chronologic", "--mode", "anchors", "--dataset", str(sample_build)]) == 2
-    assert "--mode anchors" in capsys.readouterr().err
+    assert "--mode anchors (Bradley-Terry anchors per question (paper A.2.2)) is not available in this installation (available: likelihood)" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--mode", "nonsense"]) == 2
     assert "unknown --mode 'nonsense' (available: likelihood" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--baseline", "random", "--model", "hf:x", "--dataset", str(sample_build)]) == 2
