@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import Counter
 
 import pytest
@@ -179,7 +180,15 @@ def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server
     asked_first = Counter(first.delivered_keys) - before
     assert sum(asked_first.values()) == 7
     # the same endpoint comes back; the rerun asks only what was not answered yet
-    second = chat_server(scripted_judge, model="judge3", port=first.port)
+    first.stop()
+    second = None
+    for _ in range(50):  # the dead server's port may take a moment to be released
+        try:
+            second = chat_server(scripted_judge, model="judge3", port=first.port)
+            break
+        except OSError:
+            time.sleep(0.1)
+    assert second is not None
     judge2 = load_backend(second.spec(), FAST)
     assert judge2.spec == judge.spec
     result = judge_run(built, run_dir, judge2, judge2, loaded, n_resamples=50)
