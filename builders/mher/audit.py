@@ -57,23 +57,28 @@ def sentences(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Threshold:
     """A single-feature decision rule: predict `same` when score >= value (direction
-    'higher') or score <= value (direction 'lower')."""
+    'higher') or score <= value (direction 'lower'). `constant` is 'same' or 'different'
+    when no cut between DEV scores did better than predicting one class for every item
+    (the value then lies outside the DEV scores)."""
 
     value: float
     direction: str
     accuracy: float
+    constant: str | None = None
+
+    def describe(self) -> str:
+        if self.constant:
+            return f"always {self.constant} (no DEV cut beats it)"
+        return f"{'>=' if self.direction == 'higher' else '<='} {self.value:.4g}"
 
 
 def _accuracy_curve(scores: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate thresholds (midpoints between distinct scores, plus both ends) and the
-    accuracy of `score >= t -> same` for each."""
+    """Candidate thresholds (midpoints between distinct scores, plus one below and one
+    above every score) and the accuracy of `score >= t -> same` for each."""
     distinct = np.unique(scores)
-    if distinct.size == 1:
-        candidates = np.array([distinct[0] - 1.0, distinct[0] + 1.0])
-    else:
-        mids = (distinct[:-1] + distinct[1:]) / 2.0
-        span = distinct[-1] - distinct[0]
-        candidates = np.concatenate([[distinct[0] - span - 1.0], mids, [distinct[-1] + span + 1.0]])
+    margin = max(1.0, float(distinct[-1] - distinct[0]))
+    mids = (distinct[:-1] + distinct[1:]) / 2.0
+    candidates = np.concatenate([[distinct[0] - margin], mids, [distinct[-1] + margin]])
     predicted = scores[None, :] >= candidates[:, None]
     accuracy = (predicted == same[None, :]).mean(axis=1)
     return candidates, accuracy
@@ -82,10 +87,11 @@ def _accuracy_curve(scores: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, n
 def best_threshold(scores, same, direction: str = "higher") -> Threshold:
     """The threshold with the highest accuracy on the given (DEV) items.
 
-    Among equally accurate candidates the middle one (in sorted order) is taken, i.e. the
-    rule sits in the middle of the widest run of optimal thresholds, deterministically.
-    direction 'higher': same when score >= t; 'lower': same when score <= t; 'either':
-    the better of the two (ties go to 'higher').
+    Among equally accurate candidates, cuts between DEV scores are preferred over the two
+    constant rules (everything same / everything different), and the middle cut (in sorted
+    order) is taken, i.e. the rule sits in the middle of the run of optimal thresholds,
+    deterministically. direction 'higher': same when score >= t; 'lower': same when
+    score <= t; 'either': the better of the two (ties go to 'higher').
     """
     scores = np.asarray(scores, dtype=float)
     same = np.asarray(same, dtype=bool)
@@ -97,14 +103,20 @@ def best_threshold(scores, same, direction: str = "higher") -> Threshold:
         return high if high.accuracy >= low.accuracy else low
     if direction == "lower":
         flipped = best_threshold(-scores, same, "higher")
-        return Threshold(-flipped.value, "lower", flipped.accuracy)
+        # score <= -t predicts exactly what -score >= t does, constants included
+        return Threshold(-flipped.value, "lower", flipped.accuracy, flipped.constant)
     if direction != "higher":
         raise ValueError(f"direction must be 'higher', 'lower' or 'either', not {direction!r}")
     candidates, accuracy = _accuracy_curve(scores, same)
     best = accuracy.max()
     tied = np.flatnonzero(np.isclose(accuracy, best, rtol=0.0, atol=1e-12))
-    chosen = tied[(len(tied) - 1) // 2]
-    return Threshold(float(candidates[chosen]), "higher", float(best))
+    cuts = tied[(tied > 0) & (tied < len(candidates) - 1)]
+    if cuts.size:
+        chosen, constant = cuts[(len(cuts) - 1) // 2], None
+    else:
+        chosen = tied[0]
+        constant = "same" if chosen == 0 else "different"
+    return Threshold(float(candidates[chosen]), "higher", float(best), constant)
 
 
 def apply_threshold(scores, threshold: Threshold) -> np.ndarray:

@@ -1,0 +1,231 @@
+"""`histbench eval mher`: baselines, reference systems, or a generative model.
+
+    histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
+    histbench eval mher --reference lexical --dataset build/mher-1.0.0 --out runs/mher-lexical
+    histbench eval mher --model api:gpt-x@https://api.example/v1 --dataset build/mher-1.0.0 --out runs/gptx
+
+Model runs go through the evaluator engine's RunStore: every raw response is kept in
+`records.jsonl` before it is parsed, a rerun never asks an answered request again, and
+only transport failures (the backend's own retries, then one re-ask per attempt here) and
+output-format failures (a reply that breaks the JSON contract: the same messages asked
+again with `seed` = attempt number) are retried, at most --format-retries times. A reply
+that parses is never asked again, whatever it says. Items still failing are scored as
+invalid: action `ambiguous` with probabilities (1/3, 1/3, 1/3), and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from histbench.builders.core.dataset import BuiltDataset
+from histbench.builders.core.errors import EvalError, UsageError
+from histbench.builders.core.progress import log
+
+from .data import Bench, Prediction, load_bench, write_predictions
+from .protocol import ACTIONS, CONDITIONS, parse_reply, render_messages, template_text
+
+DEFAULT_MAX_NEW_TOKENS = 256
+UNIFORM = (1 / 3, 1 / 3, 1 / 3)
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    from histbench.eval.backends import add_model_arguments
+
+    parser.add_argument("--dataset", required=True, help="the MHER build folder (or Hub id)")
+    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+    parser.add_argument("--out", type=Path, required=True, help="run folder (created; a model run resumes in it)")
+    what = parser.add_argument_group("what to evaluate (one of)")
+    what.add_argument("--baselines", action="store_true",
+                      help="the non-generative baselines of Table 2 (thresholds and fits on DEV only)")
+    what.add_argument("--reference", choices=["lexical", "embedding"],
+                      help="a deterministic reference system answering in every condition (no language model)")
+    parser.add_argument("--embedding-model", metavar="PATH_OR_ID",
+                        help="sentence-transformers model for the embedding baseline / reference (a local path "
+                             "works offline; the paper used a multilingual model)")
+    add_model_arguments(parser)
+    parser.add_argument("--label", help="name of the system in reports (default: the model spec)")
+    parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS),
+                        help="conditions to run (default: all seven)")
+    parser.add_argument("--split", choices=["test", "dev", "both"], default="test",
+                        help="split for model runs (default test; dev is for prompt validation)")
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
+                        help=f"generation budget per reply (default {DEFAULT_MAX_NEW_TOKENS})")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
+    parser.add_argument("--format-retries", type=int, default=2,
+                        help="extra attempts for replies that break the JSON contract or failed in transport "
+                             "(default 2; a parsed reply is never retried)")
+    parser.add_argument("--limit", type=int, help="only the first N items of each condition (a smoke test)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the baselines' cross-validation folds")
+
+
+def _splits(args) -> list[str]:
+    return ["dev", "test"] if args.split == "both" else [args.split]
+
+
+def run_eval(args: argparse.Namespace) -> None:
+    chosen = [bool(args.baselines), bool(args.reference), bool(getattr(args, "model", None))]
+    if sum(chosen) != 1:
+        raise UsageError("give exactly one of --baselines, --reference or --model")
+    built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="mher")
+    bench = load_bench(built)
+    if args.baselines:
+        out = run_baselines(bench, args.out, embedding_spec=args.embedding_model, seed=args.seed)
+    elif args.reference:
+        out = run_reference(bench, args.out, args.reference, embedding_spec=args.embedding_model,
+                            conditions=args.conditions, seed=args.seed, label=args.label)
+    else:
+        out = run_model(bench, built, args)
+    print(out)
+
+
+# ------------------------------------------------------------------------------ baselines
+
+
+def run_baselines(bench: Bench, out: Path, embedding_spec: str | None = None, embedding_model=None,
+                  embedding_label: str | None = None, seed: int = 0) -> Path:
+    """Fit every baseline on DEV, predict DEV and TEST, write a run folder."""
+    from . import baselines as B
+    from .metrics import LABEL_CODES
+    from .protocol import visible_item
+
+    if embedding_spec and embedding_model is None:
+        embedding_model = B.load_embedding_model(embedding_spec)
+        embedding_label = embedding_label or embedding_spec
+    dev_name = bench.items("name_only", "dev")
+    dev_ctx = bench.items("context_only", "dev")
+    fitted = B.fit_baselines(
+        [visible_item("name_only", r) for r in dev_name], [LABEL_CODES[r["label"]] for r in dev_name],
+        [visible_item("context_only", r) for r in dev_ctx], [LABEL_CODES[r["label"]] for r in dev_ctx],
+        embedding_model=embedding_model, embedding_label=embedding_label, seed=seed,
+    )
+    predictions = []
+    for baseline in fitted:
+        for split in ("dev", "test"):
+            records = bench.items(baseline.condition, split)
+            actions, p_same = baseline.predict([visible_item(baseline.condition, r) for r in records])
+            for record, action, p in zip(records, actions, p_same, strict=True):
+                probabilities = (float(p), float(1 - p), 0.0)
+                predictions.append(Prediction(baseline.name, baseline.condition, split,
+                                              Bench.item_id(baseline.condition, record), probabilities,
+                                              ACTIONS[int(action)]))
+    info = {"kind": "baselines", "label": "baselines", "dataset": bench.identity,
+            "systems": {b.name: b.describe() for b in fitted},
+            "embedding_model": embedding_label}
+    write_predictions(out, predictions, info)
+    log(f"[mher] {len(fitted)} baselines fitted on DEV, predictions in {out}")
+    return Path(out)
+
+
+def run_reference(bench: Bench, out: Path, kind: str, embedding_spec: str | None = None, embedding_model=None,
+                  conditions=CONDITIONS, seed: int = 0, label: str | None = None,
+                  embedding_label: str | None = None) -> Path:
+    from . import baselines as B
+    from .systems import ReferenceSystem, embedding_features, lexical_features, system_predictions
+
+    if kind == "embedding":
+        if embedding_model is None:
+            if not embedding_spec:
+                raise UsageError("--reference embedding needs --embedding-model PATH_OR_ID")
+            embedding_model = B.load_embedding_model(embedding_spec)
+            embedding_label = embedding_label or embedding_spec
+        factories = embedding_features(embedding_model)
+        name = label or f"reference: embedding ({embedding_label})"
+    else:
+        factories = lexical_features()
+        name = label or "reference: lexical logistic"
+    system = ReferenceSystem(name, factories, seed=seed).fit(bench)
+    predictions = system_predictions(system, bench, conditions, ["dev", "test"])
+    info = {"kind": "reference", "label": name, "dataset": bench.identity, "systems": {name: system.describe()},
+            "conditions": list(conditions)}
+    write_predictions(out, predictions, info)
+    return Path(out)
+
+
+# ------------------------------------------------------------------------------ models
+
+
+def _parse(result) -> dict:
+    """The run store's parse hook: a ContractError becomes the record's parse_error."""
+    return parse_reply(result.text).to_json()
+
+
+def run_model(bench: Bench, built, args: argparse.Namespace) -> Path:
+    from histbench.eval.backends import GenerateRequest, backend_from_args
+    from histbench.eval.runstore import RunStore
+    from histbench.eval.signature import hash_text, make_signature
+
+    backend = backend_from_args(args)
+    if "generate" not in backend.supports:
+        raise EvalError(f"{backend.spec} cannot generate text; MHER needs a chat or generation model", field="--model")
+    if args.format_retries < 0:
+        raise UsageError("--format-retries must be >= 0")
+    decoding = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}
+    options = {"protocol": template_text()["version"], **decoding, "format_retries": args.format_retries,
+               "conditions": list(args.conditions), "split": args.split, "limit": args.limit}
+    store = RunStore.open(args.out, backend=backend, dataset=built, options=options)
+    label = args.label or backend.spec
+    predictions: list[Prediction] = []
+    counts: dict[str, dict] = {}
+    first_request = None
+    for condition in args.conditions:
+        for split in _splits(args):
+            if condition == "unresolved" and split != "test":
+                continue
+            records = bench.items(condition, split)
+            if args.limit is not None:
+                records = records[: args.limit]
+            if not records:
+                continue
+            messages = [render_messages(condition, r) for r in records]
+
+            def request(m, attempt):
+                return GenerateRequest(messages=m, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                       seed=None if attempt == 0 else attempt)
+
+            first_request = first_request or request(messages[0], 0)
+            final: dict[int, object] = {}
+            seeds = [0] * len(records)      # 0: the plain request; k: the k-th format retry
+            tries = [0] * len(records)
+            pending = list(range(len(records)))
+            for round_number in range(args.format_retries + 1):
+                got = store.run([request(messages[i], seeds[i]) for i in pending], parse=_parse,
+                                desc=f"mher {condition}/{split}" + (f" (retry {round_number})" if round_number else ""))
+                still = []
+                for i, record in zip(pending, got, strict=True):
+                    final[i] = record
+                    tries[i] += 1
+                    if record.ok:
+                        continue
+                    if record.error is None:  # a reply that breaks the contract: ask again with a new seed
+                        seeds[i] += 1
+                    still.append(i)           # a transport failure: the same request again
+                pending = still
+                if not pending:
+                    break
+            invalid = 0
+            for i, record_in in enumerate(records):
+                rec = final[i]
+                item_id = Bench.item_id(condition, record_in)
+                if rec.ok:
+                    parsed = rec.parsed
+                    probabilities = tuple(parsed["probabilities"][a] for a in ACTIONS)
+                    predictions.append(Prediction(label, condition, split, item_id, probabilities, parsed["action"],
+                                                  True, parsed.get("rationale"), rec.key, tries[i]))
+                else:
+                    invalid += 1
+                    predictions.append(Prediction(label, condition, split, item_id, UNIFORM, "ambiguous", False, None,
+                                                  rec.key, tries[i], rec.error or rec.parse_error))
+            counts[f"{condition}/{split}"] = {"items": len(records), "invalid": invalid,
+                                              "retried": sum(1 for t in tries if t > 1)}
+    signature = make_signature(dataset=built.identity(), backend=backend.identity(),
+                               decoding=first_request.decoding() if first_request else decoding,
+                               prompt_template_hash=hash_text(template_text()), benchmark="mher")
+    info = {"kind": "model", "label": label, "dataset": built.identity(), "backend": backend.identity(),
+            "signature": signature.to_dict(), "options": options, "counts": counts,
+            "records": os.path.join(str(args.out), "records.jsonl")}
+    write_predictions(args.out, predictions, info)
+    bad = sum(c["invalid"] for c in counts.values())
+    log(f"[mher] {len(predictions)} predictions ({bad} invalid after retries) in {args.out}; signature {signature}")
+    return Path(args.out)
