@@ -204,3 +204,16 @@ def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server
     # and once complete, scoring again asks nothing
     judge_run(built, run_dir, judge2, judge2, loaded, n_resamples=50)
     assert second.delivered == len(stored) - 7
+
+
+def test_generate_with_a_local_model(built, tiny_causal_lm, tmp_path):
+    """The hf backend answers the same requests (chat template, then a plain prompt)."""
+    backend = load_backend(f"hf:{tiny_causal_lm}", {"dtype": "float32"})
+    try:
+        chat = G.generate(built, backend, tmp_path / "chat", max_new_tokens=6, limit=3)
+        plain = G.generate(built, backend, tmp_path / "plain", max_new_tokens=6, limit=3, prompt_style="plain")
+    finally:
+        backend.close()
+    assert [a["question_number"] for a in chat["answers"]] == [101, 102, 103]
+    assert all(a["raw"] is not None for a in chat["answers"] + plain["answers"])
+    assert chat["counts"]["answered"] == 3 and chat["counts"]["reused"] == 0 and chat["signature"]["text"] != plain["signature"]["text"]
