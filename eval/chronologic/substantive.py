@@ -105,7 +105,8 @@ def judge_run(built, run_dir: str | os.PathLike, pass_fail_backend, partial_back
     missing_path = sorted(n for n in answers if n not in paths)
     if missing_path:
         raise EvalError(f"the anchors cover no path for questions {missing_path[:10]} (anchors built with --limit?)", file=anchors.path)
-    calibration = anchors.calibration
+    needs_partial = any(paths[n] == PARTIAL and not answers[n]["empty"] for n in answers)
+    calibration = anchors.calibration if needs_partial else None  # an error only when partial credit is needed
     prior_sd = anchors.prior_sd
     out_dir = judged_dir(run_dir, pass_fail_backend.spec)
     options = {"mode": "judge", "seed": seed, "judge_max_tokens": judge_max_tokens, "anchors": str(anchors.path)}
@@ -239,7 +240,7 @@ def aggregate_substantive(ledger: Sequence[dict], observations: Sequence[dict], 
     is_partial = np.array([r["path"] == PARTIAL and r.get("delta") is not None for r in ledger])
     groups = np.array([r["group"] for r in ledger], dtype=object)
 
-    usable = [o for o in observations if "skipped" not in o]
+    usable = [o for o in observations if "skipped" not in o] if calibration is not None else []
     obs_delta = np.array([o["delta"] for o in usable], dtype=float)
     obs_label = np.array([o["label"] for o in usable], dtype=float)
     obs_weight = observation_weights([o["kind"] for o in usable], calibration.gt_weight_ratio) if usable else np.zeros(0)
@@ -252,12 +253,12 @@ def aggregate_substantive(ledger: Sequence[dict], observations: Sequence[dict], 
         obs_counts = np.where(obs_index[None, :] >= 0, counts[:, np.clip(obs_index, 0, None)], 1)
         slopes = fit_slopes_bootstrap(obs_delta, obs_label, obs_weight, obs_counts, calibration.intercept, calibration.slope)
     else:
-        slopes = np.full(n_resamples, calibration.slope)
+        slopes = np.full(n_resamples, calibration.slope if calibration is not None else np.nan)
     # replicate scores: pass/fail questions keep their score; partial ones use the replicate slope
     from scipy.special import expit
 
     rep_scores = np.broadcast_to(scores, (n_resamples, n)).copy()
-    if is_partial.any():
+    if is_partial.any() and calibration is not None:
         rep_scores[:, is_partial] = expit(calibration.intercept + slopes[:, None] * delta[None, is_partial])
 
     def summary(mask) -> dict:
