@@ -32,6 +32,7 @@ def run_demo(built, work_dir: Path, report_dir: Path):
         except OfflineModelUnavailable as exc:
             note = f"SmolLM2-135M-Instruct was not scored: {exc}"
             log(f"[chronologic] {note}")
+    figure = accuracy_figure(results, Path(report_dir) / "likelihood_accuracy.png")
     lines = [
         "### Likelihood scoring (paper 5.1, Table 3 layout)",
         "",
@@ -42,5 +43,41 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     ]
     if note:
         lines += ["", note]
-    return ReportSection("Chronologic-EN likelihood", "\n".join(lines),
+    lines += ["", f"![Accuracy per group with 95% intervals](chronologic/{figure.name})"]
+    return ReportSection("Chronologic-EN likelihood", "\n".join(lines), figures=[figure],
                          data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"]} for r in results})
+
+
+def accuracy_figure(results: list[dict], path: Path) -> Path:
+    """Accuracy (%) per group (Table 3 columns) for each model, with bootstrap 95% intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS
+
+    from .report import sort_by_brier
+
+    results = sort_by_brier(results)
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    width = 0.8 / max(1, len(results))
+    x = np.arange(len(GROUPS))
+    for k, r in enumerate(results):
+        cells = [r["metrics"]["acc"].get(f"group:{g}") for g in GROUPS]
+        est = np.array([c["estimate"] * 100 if c else np.nan for c in cells])
+        low = np.array([c["low"] * 100 if c else np.nan for c in cells])
+        high = np.array([c["high"] * 100 if c else np.nan for c in cells])
+        ax.bar(x + (k - (len(results) - 1) / 2) * width, est, width, label=r["label"],
+               yerr=[est - low, high - est], capsize=3)
+    ax.set_xticks(x, [GROUP_LABELS[g] for g in GROUPS])
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Chronologic-EN sample: likelihood accuracy per group")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

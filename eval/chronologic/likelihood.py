@@ -149,6 +149,8 @@ def evaluate(
         "prompt_template_sha256": template.sha256,
     }
     if baseline:
+        if (run_dir / "run.json").is_file():
+            raise UsageError("this folder holds a model's run; give the baseline its own --out", file=run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         scores = [random_choice_score(q) for q in scored_questions]
         counts = {"requests": 0, "answered": 0, "reused": 0, "failed": 0, "parse_failures": 0,

