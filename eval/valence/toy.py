@@ -23,7 +23,7 @@ import hashlib
 import json
 from pathlib import Path
 
-TOY_VERSION = 1
+TOY_VERSION = 2
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
@@ -31,20 +31,30 @@ def _lines(path: Path) -> list[str]:
     return [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def train_tokenizer(lines: list[str], *, lowercase: bool = True, vocab_size: int = 600):
-    """A BERT-style WordPiece tokenizer trained on `lines` ([CLS] ... [SEP], [MASK])."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+def train_tokenizer(lines: list[str], *, lowercase: bool = True):
+    """A BERT-style WordPiece tokenizer ([CLS] ... [SEP], [MASK]) whose vocabulary is every
+    word of `lines` plus every character alone and as a '##' continuation piece.
+
+    The vocabulary is built here, in sorted order, rather than by the `tokenizers`
+    WordPiece trainer: the trainer orders its alphabet differently from run to run, which
+    would change the token ids, hence the seeded model, on every build.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    words = sorted({w for line in lines for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line))})
+    chars = sorted({c for w in words for c in w})
+    entries = SPECIALS + chars + [f"##{c}" for c in chars] + [w for w in words if w not in set(chars)]
+    vocab = {token: i for i, token in enumerate(entries)}
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False)
-    tok.train_from_iterator(lines, trainer=trainer)
-    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
@@ -52,7 +62,7 @@ def train_tokenizer(lines: list[str], *, lowercase: bool = True, vocab_size: int
     )
 
 
-def train_masked_lm(path: Path, tokenizer, lines: list[str], *, seed: int = 0, steps: int = 150,
+def train_masked_lm(path: Path, tokenizer, lines: list[str], *, seed: int = 0, steps: int = 200,
                     hidden: int = 64, mask_probability: float = 0.2, learning_rate: float = 3e-3) -> Path:
     """Build a tiny BertForMaskedLM from a config, train it on `lines` (steps=0: untrained), save it."""
     import torch
@@ -64,6 +74,25 @@ def train_masked_lm(path: Path, tokenizer, lines: list[str], *, seed: int = 0, s
     )
     torch.manual_seed(seed)
     model = BertForMaskedLM(config)
+    # One thread: the model is tiny, and on a busy machine several OpenMP threads spin-wait
+    # each other (seen here: 25x slower with 2 threads on 2 shared cores).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _train(model, tokenizer, lines, seed=seed, steps=steps, mask_probability=mask_probability, learning_rate=learning_rate)
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _train(model, tokenizer, lines: list[str], *, seed: int, steps: int, mask_probability: float, learning_rate: float) -> None:
+    import torch
+
     if steps > 0:
         encoded = tokenizer(lines, padding=True, return_tensors="pt")
         special = torch.zeros_like(encoded["input_ids"], dtype=torch.bool)
@@ -81,15 +110,9 @@ def train_masked_lm(path: Path, tokenizer, lines: list[str], *, seed: int = 0, s
             loss.backward()
             optimiser.step()
             optimiser.zero_grad()
-    model.eval()
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
-def build_demo_models(cache_dir: Path, sample_dir: Path, *, seed: int = 0, steps: int = 150) -> dict[str, Path]:
+def build_demo_models(cache_dir: Path, sample_dir: Path, *, seed: int = 0, steps: int = 200) -> dict[str, Path]:
     """{"toy-early": path, "toy-modern": path}, trained once and cached by content hash."""
     early = _lines(Path(sample_dir) / "toy_corpus_early.txt")
     modern = _lines(Path(sample_dir) / "toy_corpus_modern.txt")
