@@ -86,6 +86,11 @@ def shift_category_codes(d, boundaries: tuple[float, float, float] | str = "defa
 
 def shift_category(d, boundaries: tuple[float, float, float] | str = "default"):
     """Category name(s) of a distance or an array of distances (see the module doc)."""
+    if isinstance(d, int | float) and not isinstance(d, bool):  # one distance: plain comparisons
+        s, m, v = SHIFT_BOUNDARIES[boundaries] if isinstance(boundaries, str) else boundaries
+        eps = BOUNDARY_TOLERANCE
+        index = 3 if d >= v - eps else 2 if d >= m - eps else 0 if d <= s + eps else 1
+        return SHIFT_CATEGORIES[index]
     codes = shift_category_codes(d, boundaries)
     names = np.asarray(SHIFT_CATEGORIES, dtype=object)[codes]
     return str(names) if np.ndim(codes) == 0 else names.tolist()

@@ -92,9 +92,13 @@ def tabulate(
     k = len(option_codes)
     n_groups = index.n_groups
 
-    option = np.full(ans.shape, -1, dtype=np.int64)
-    for position, codes in enumerate(option_codes):
-        option[np.isin(ans, codes)] = position
+    # one sorted lookup for every option code (a code maps to at most one option)
+    flat = np.array([c for codes in option_codes for c in codes], dtype=np.float64)
+    owner = np.array([k for k, codes in enumerate(option_codes) for _ in codes], dtype=np.int64)
+    order = np.argsort(flat, kind="stable")
+    flat, owner = flat[order], owner[order]
+    slot = np.minimum(np.searchsorted(flat, ans), len(flat) - 1)
+    option = np.where(flat[slot] == ans, owner[slot], -1)
     missing = np.isnan(ans)
     invalid = np.isin(ans, invalid_codes)
     if negative_invalid:

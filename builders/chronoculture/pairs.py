@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distance import SHIFT_BOUNDARIES, normalised_wasserstein, shift_category
+from .distance import SHIFT_BOUNDARIES, normalised_wasserstein, option_positions, shift_category
 from .prompts import LETTERS, PromptTemplates
 from .registry import Question
 
@@ -59,9 +59,12 @@ def sampling_noise(g_old, values, rng: np.random.Generator, draws: int = NOISE_D
     """(median, 95th percentile) of W between two multinomial samples from g_old (F.4)."""
     p = np.asarray(g_old, dtype=float)
     p = p / p.sum()
-    samples = rng.multinomial(respondents, p, size=(draws, 2)) / respondents
-    distances = normalised_wasserstein(samples[:, 0], samples[:, 1], values)
-    return float(np.median(distances)), float(np.percentile(distances, 95))
+    positions = option_positions(len(p), values)
+    counts = rng.multinomial(respondents, p, size=(draws, 2))
+    cdf = np.cumsum(counts, axis=2)[:, :, :-1]  # counts at or below each option (the last is always n)
+    distances = (np.abs(cdf[:, 0] - cdf[:, 1]) @ np.diff(positions)) / (respondents * (positions[-1] - positions[0]))
+    median, p95 = np.quantile(distances, [0.5, 0.95])
+    return float(median), float(p95)
 
 
 def pair_rng(seed: int, pair_id: str) -> np.random.Generator:

@@ -109,9 +109,9 @@ def _map_codes(values: np.ndarray, lookup) -> tuple[np.ndarray, dict]:
 
     series = pd.Series(values)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    mapped = np.array([lookup(u) for u in uniques] + [None], dtype=object)
-    result = mapped[codes]  # code -1 -> last entry (None)
-    alpha = np.array([c.alpha3 if c is not None else "" for c in result], dtype=object) if len(result) else np.array([], dtype=object)
+    found = [lookup(u) for u in uniques]
+    mapped = np.array([c.alpha3 if c is not None else "" for c in found] + [""], dtype=object)
+    alpha = mapped[codes]  # code -1 (missing) -> the last entry, ""
     unmapped = Counter()
     bad = alpha == ""
     if bad.any():
@@ -125,15 +125,15 @@ def _group_index(alpha: np.ndarray, period: np.ndarray, keep: np.ndarray, weight
     """Groups of (alpha3, period) over kept rows, in sorted order; returns the index and group ids."""
     import pandas as pd
 
-    frame = pd.DataFrame({"alpha": alpha[keep], "period": period[keep]})
-    pairs = sorted(set(zip(frame["alpha"], frame["period"], strict=True)))
-    position = {p: i for i, p in enumerate(pairs)}
+    country_codes, country_names = pd.factorize(pd.Series(alpha[keep]), sort=True)
+    period_codes, period_values = pd.factorize(pd.Series(period[keep]), sort=True)
+    combined = country_codes.astype(np.int64) * len(period_values) + period_codes
+    used, dense = np.unique(combined, return_inverse=True)  # sorted by (country, period)
     group = np.full(len(alpha), -1, dtype=np.int64)
-    if pairs:
-        ids = pd.MultiIndex.from_arrays([frame["alpha"], frame["period"]]).map(position)
-        group[keep] = np.asarray(ids, dtype=np.int64)
+    group[keep] = dense
     weight_ok, _ = weight_status(weight)
-    keys = [key_of(countries.by_alpha3[a], p) for a, p in pairs]
+    keys = [key_of(countries.by_alpha3[country_names[c // len(period_values)]], period_values[c % len(period_values)])
+            for c in used]
     return GroupIndex(group, keys, np.asarray(weight, dtype=np.float64), weight_ok), group
 
 

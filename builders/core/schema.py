@@ -85,14 +85,19 @@ def _feature(node: Mapping):
     return Value(node.get("x-dtype", _SCALARS[kind]))
 
 
+_PLAIN = frozenset({str, int, float, bool})
+
+
 def to_native(value: Any) -> Any:
     """Turn numpy scalars and arrays (and tuples) into plain Python values, recursively."""
+    if value is None or value.__class__ in _PLAIN:  # exact classes: numpy scalars subclass float/int
+        return value
     if isinstance(value, dict):
         return {k: to_native(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_native(v) for v in value]
     if isinstance(value, np.ndarray):
-        return [to_native(v) for v in value.tolist()]
+        return value.tolist()  # already plain Python values, nested lists for 2-D and more
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.integer):
@@ -126,6 +131,107 @@ def _non_finite(record: Any, path: str = "$") -> str | None:
     return None
 
 
+# Keywords the fast path understands; a schema using any other keyword is checked by
+# jsonschema alone. Annotations (description, title, ...) do not constrain values.
+_FAST_KEYWORDS = {
+    "type", "properties", "required", "additionalProperties", "items", "enum", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minLength", "maxLength", "pattern",
+    "description", "title", "$schema", "$id", "$comment", "x-dtype", "contentMediaType", "default", "examples",
+}
+_FAST_TYPES = {  # exact classes: a subclass (or 1.0 for an integer) just takes the jsonschema path
+    "string": "{v}.__class__ is str",
+    "integer": "{v}.__class__ is int",
+    "number": "({v}.__class__ is float or {v}.__class__ is int)",
+    "boolean": "{v}.__class__ is bool",
+    "array": "{v}.__class__ is list",
+    "object": "{v}.__class__ is dict",
+}
+
+
+def compile_check(schema: Mapping, finite: bool = False):
+    """A fast predicate for the schema subset the conventions use, or None.
+
+    finite=True also rejects NaN and infinity in number fields (the writer's default).
+
+    The schema is turned into one Python expression (compiled once). It never accepts a
+    record that jsonschema would reject; it may reject some that jsonschema accepts
+    (e.g. 1.0 for an integer, NaN against a minimum), and `validate_records` runs
+    jsonschema on every record the predicate does not accept, so results and messages
+    are unchanged. Schemas with keywords outside `_FAST_KEYWORDS`, or with more than
+    one non-null type, give None (jsonschema checks every record).
+    """
+    import re
+
+    names: dict[str, object] = {}
+    counter = iter(range(1_000_000))
+
+    def const(value) -> str:
+        name = f"_c{next(counter)}"
+        names[name] = value
+        return name
+
+    def expr(node, var: str) -> str | None:
+        if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
+            return None
+        types = _types(node)
+        real = [t for t in types if t != "null"]
+        if len(real) != 1 or real[0] not in _FAST_TYPES:
+            return None
+        kind = real[0]
+        parts = [_FAST_TYPES[kind].format(v=var)]
+        if "enum" in node:
+            if kind != "string" or not all(isinstance(m, str) for m in node["enum"]):
+                return None
+            parts.append(f"{var} in {const(frozenset(node['enum']))}")
+        if finite and kind == "number":
+            parts.append(f"_isfinite({var})")
+        for key, op in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")):
+            if key in node and kind in ("number", "integer"):
+                parts.append(f"{var} {op} {const(node[key])}")
+        if kind == "string":
+            if "minLength" in node:
+                parts.append(f"len({var}) >= {const(node['minLength'])}")
+            if "maxLength" in node:
+                parts.append(f"len({var}) <= {const(node['maxLength'])}")
+            if "pattern" in node:
+                parts.append(f"{const(re.compile(node['pattern']))}.search({var}) is not None")
+        if kind == "array":
+            if "minItems" in node:
+                parts.append(f"len({var}) >= {const(node['minItems'])}")
+            if "maxItems" in node:
+                parts.append(f"len({var}) <= {const(node['maxItems'])}")
+            if "items" in node:
+                item_var = f"x{next(counter)}"
+                item = expr(node["items"], item_var)
+                if item is None:
+                    return None
+                parts.append(f"all({item} for {item_var} in {var})")
+        if kind == "object":
+            extra = node.get("additionalProperties", True)
+            if extra not in (True, False):
+                return None
+            props = node.get("properties") or {}
+            required = set(node.get("required", ()))
+            if required:
+                parts.append(f"{const(frozenset(required))}.issubset({var})")
+            if extra is False:
+                parts.append(f"{const(frozenset(props))}.issuperset({var})")
+            for name, child in props.items():
+                child_expr = expr(child, f"{var}[{name!r}]")
+                if child_expr is None:
+                    return None
+                parts.append(child_expr if name in required else f"({name!r} not in {var} or {child_expr})")
+        body = " and ".join(parts)
+        return f"({var} is None or ({body}))" if "null" in types else f"({body})"
+
+    source = expr(schema, "v")
+    if source is None:
+        return None
+    namespace = {**names, "_isfinite": math.isfinite}
+    exec(f"def check(v):\n    return {source}\n", namespace)  # noqa: S102 - generated from the schema only
+    return namespace["check"]
+
+
 def validate_records(
     records: Iterable[Mapping],
     schema: Mapping,
@@ -141,20 +247,22 @@ def validate_records(
     needs them says so, everyone else gets a clear error instead of a silent NaN.
     """
     validator = Draft202012Validator(schema)
+    fast = compile_check(schema, finite=not allow_non_finite)  # accepts valid records quickly; jsonschema judges the rest
     label = config if split is None else f"{config}/{split}"
     problems: list[str] = []
     bad = 0
     count = 0
     for index, record in enumerate(progress(records, desc=f"schema {label}", total=total, unit="rec")):
         count += 1
-        errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+        accepted = fast is not None and isinstance(record, dict) and fast(record)
+        errors = [] if accepted else sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
         message = None
         if errors:
             first = errors[0]
             message = f"{_json_path(first)}: {first.message}"
             if len(errors) > 1:
                 message += f" (+{len(errors) - 1} more)"
-        elif not allow_non_finite:
+        elif not allow_non_finite and not accepted:  # the fast path already rejects NaN/inf
             where = _non_finite(record)
             if where:
                 message = f"{where}: NaN or infinity is not allowed"

@@ -1,0 +1,90 @@
+"""The fast schema path (builders/core/schema.py compile_check) never accepts what jsonschema rejects."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from histbench.builders.core.resources import Resources
+from histbench.builders.core.schema import compile_check
+
+CONFIGS = ("pairs", "items", "undated", "mcq")
+# every schema of the project (other benchmarks' too): the fast path must be safe for all of them
+ALL_SCHEMAS = sorted(p.name for p in Resources.default().schemas.glob("*.schema.json"))
+
+
+def _schema(config):
+    name = config if config.endswith(".json") else f"chronoculture.{config}.schema.json"
+    return json.loads((Resources.default().schemas / name).read_text())
+
+
+def _example(node):
+    kind = next(t for t in ([node["type"]] if isinstance(node["type"], str) else node["type"]) if t != "null")
+    if kind == "object":
+        return {k: _example(v) for k, v in node["properties"].items()}
+    if kind == "array":
+        return [_example(node["items"]), _example(node["items"])]
+    if "enum" in node:
+        return node["enum"][0]
+    return {"string": "x", "integer": 2, "number": 0.5, "boolean": True}[kind]
+
+
+def test_every_chronoculture_schema_compiles_and_accepts_a_valid_record():
+    for config in CONFIGS:
+        schema = _schema(config)
+        check = compile_check(schema)
+        assert check is not None, config
+        record = _example(schema)
+        assert Draft202012Validator(schema).is_valid(record)
+        assert check(record)
+
+
+MUTATIONS = st.sampled_from(["drop", "extra", "none", "string", "negative", "big", "bool", "float_int", "nested"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(config=st.sampled_from(ALL_SCHEMAS), mutation=MUTATIONS, pick=st.integers(0, 10_000))
+def test_fast_check_is_never_more_permissive_than_jsonschema(config, mutation, pick):
+    schema = _schema(config)
+    check = compile_check(schema)
+    if check is None:  # a schema outside the fast subset: jsonschema checks every record
+        return
+    record = copy.deepcopy(_example(schema))
+    key = list(record)[pick % len(record)]
+    value = record[key]
+    if mutation == "drop":
+        del record[key]
+    elif mutation == "extra":
+        record["unexpected"] = 1
+    elif mutation == "none":
+        record[key] = None
+    elif mutation == "string":
+        record[key] = "text"
+    elif mutation == "negative":
+        record[key] = -1 if not isinstance(value, list) else [-1.0]
+    elif mutation == "big":
+        record[key] = 2 if not isinstance(value, list) else [2.0, "a"]
+    elif mutation == "bool":
+        record[key] = True
+    elif mutation == "float_int":
+        record[key] = 1.0
+    elif mutation == "nested" and isinstance(value, list) and value and isinstance(value[0], dict):
+        value[0]["unexpected"] = 1
+    valid = Draft202012Validator(schema).is_valid(record)
+    if check(record):
+        assert valid, (config, mutation, key)
+
+
+def test_fast_check_rejects_non_finite_numbers_when_asked():
+    schema = _schema("pairs")
+    record = _example(schema)
+    record["noise_p95"] = float("nan")
+    assert compile_check(schema)(record) is False  # NaN fails the minimum; jsonschema then decides
+    record["noise_p95"] = 0.1
+    record["option_values"] = [1.0, float("inf")]  # no bounds on option values
+    assert compile_check(schema)(record) is True
+    assert compile_check(schema, finite=True)(record) is False
