@@ -45,6 +45,15 @@ class GroupIndex:
     def n_groups(self) -> int:
         return len(self.keys)
 
+    def compact(self):
+        """(rows in a group, their group ids, weights, usable-weight mask), computed once per file."""
+        cached = getattr(self, "_compact", None)
+        if cached is None or cached[1].size != int((self.group >= 0).sum()):
+            in_group = self.group >= 0
+            cached = (in_group, self.group[in_group], self.weight[in_group], self.weight_ok[in_group])
+            self._compact = cached
+        return cached
+
 
 @dataclass
 class Tabulation:
@@ -83,28 +92,33 @@ def tabulate(
     negative_invalid: bool = False,
     min_respondents: int = MIN_RESPONDENTS,
 ) -> Tabulation:
-    answers = np.asarray(answers, dtype=np.float64)
-    in_group = index.group >= 0
-    group = index.group[in_group]
-    ans = answers[in_group]
-    weight = index.weight[in_group]
-    weight_ok = index.weight_ok[in_group]
+    in_group, group, weight, weight_ok = index.compact()
+    ans = np.asarray(answers, dtype=np.float64)[in_group]
     k = len(option_codes)
     n_groups = index.n_groups
 
-    # one sorted lookup for every option code (a code maps to at most one option)
-    flat = np.array([c for codes in option_codes for c in codes], dtype=np.float64)
-    owner = np.array([k for k, codes in enumerate(option_codes) for _ in codes], dtype=np.int64)
-    order = np.argsort(flat, kind="stable")
-    flat, owner = flat[order], owner[order]
-    slot = np.minimum(np.searchsorted(flat, ans), len(flat) - 1)
-    option = np.where(flat[slot] == ans, owner[slot], -1)
+    # one sorted lookup table for every registered code: its option (or -1), invalid, not asked
+    table: dict[float, list] = {}
+    for position, codes in enumerate(option_codes):
+        for code in codes:
+            table[float(code)] = [position, False, False]
+    for code in invalid_codes:
+        table.setdefault(float(code), [-1, False, False])[1] = True
+    for code in not_asked_codes:
+        table.setdefault(float(code), [-1, True, False])[2] = True
+    keys = np.array(sorted(table), dtype=np.float64)
+    owner = np.array([table[c][0] for c in keys], dtype=np.int64)
+    is_invalid = np.array([table[c][1] for c in keys], dtype=bool)
+    is_not_asked = np.array([table[c][2] for c in keys], dtype=bool)
+    slot = np.minimum(np.searchsorted(keys, ans), len(keys) - 1)
+    hit = keys[slot] == ans  # NaN never hits
+    option = np.where(hit, owner[slot], -1)
     missing = np.isnan(ans)
-    invalid = np.isin(ans, invalid_codes)
+    invalid = hit & is_invalid[slot]
     if negative_invalid:
         invalid |= ans < 0
     unregistered = (option < 0) & ~invalid & ~missing
-    not_asked = missing | np.isin(ans, not_asked_codes)
+    not_asked = missing | (hit & is_not_asked[slot])
 
     answered = option >= 0
     valid = answered & weight_ok

@@ -44,16 +44,34 @@ class PromptTemplates:
                     raise SourceError(f"prompt templates need a string '{section}.{key}'", file=path, field=f"{section}.{key}")
         return cls(path, hashlib.sha256(raw).hexdigest(), data)
 
+    def _template(self, section: str, key: str) -> string.Template:
+        cache = self.__dict__.setdefault("_templates", {})
+        if (section, key) not in cache:
+            cache[(section, key)] = string.Template(self.data[section][key])
+        return cache[(section, key)]
+
     def _render(self, section: str, key: str, **values) -> str:
         try:
-            return string.Template(self.data[section][key]).substitute(**values)
+            return self._template(section, key).substitute(**values)
         except (KeyError, ValueError) as exc:
             raise SourceError(f"template '{section}.{key}' uses an unknown placeholder: {exc}", file=self.path) from exc
 
+    def _options(self, section: str, labels: tuple[str, ...]) -> tuple[str, str]:
+        """(option lines, JSON skeleton) for a label list, rendered once per distinct list."""
+        cache = self.__dict__.setdefault("_option_blocks", {})
+        key = (section, labels)
+        if key not in cache:
+            if section == "mcq":
+                lines = [self._render("mcq", "option_line", letter=LETTERS[i], label=label) for i, label in enumerate(labels)]
+            else:
+                lines = [self._render(section, "option_line", label=label) for label in labels]
+            skeleton = "{" + ", ".join(f"{json.dumps(label, ensure_ascii=False)}: <percent>" for label in labels) + "}"
+            cache[key] = ("\n".join(lines), skeleton)
+        return cache[key]
+
     def distribution(self, country: str, question: str, labels: list[str], year: int | None) -> list[dict]:
         """Dated (year given) or undated distribution prompt."""
-        options = "\n".join(self._render("distribution", "option_line", label=label) for label in labels)
-        skeleton = "{" + ", ".join(f"{json.dumps(label, ensure_ascii=False)}: <percent>" for label in labels) + "}"
+        options, skeleton = self._options("distribution", tuple(labels))
         key = "undated" if year is None else "dated"
         values = {"country": country, "question": question, "options": options, "json_skeleton": skeleton}
         if year is not None:
@@ -64,9 +82,7 @@ class PromptTemplates:
         ]
 
     def mcq(self, country: str, question: str, labels: list[str], year: int) -> list[dict]:
-        options = "\n".join(
-            self._render("mcq", "option_line", letter=LETTERS[i], label=label) for i, label in enumerate(labels)
-        )
+        options, _ = self._options("mcq", tuple(labels))
         return [
             {"role": "system", "content": self.data["mcq"]["system"].strip()},
             {"role": "user", "content": self._render("mcq", "dated", country=country, question=question,
