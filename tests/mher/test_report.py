@@ -1,0 +1,93 @@
+"""Tables 3-7 from predictions with known outcomes (the analysis layer of the report)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from histbench.eval.mher.analysis import System, analyse_models
+from histbench.eval.mher.data import Bench, Prediction
+from histbench.eval.mher.report import table4, table5, table6, table7
+
+
+def _predict(bench: Bench, system: str, rule) -> list[Prediction]:
+    """rule(condition, record) -> action; probabilities put 0.9 on the action."""
+    out = []
+    for condition in ("name_only", "context_only", "source_grounded", "shuffled_a", "shuffled_b", "shuffled_c",
+                      "unresolved"):
+        for record in bench.items(condition, "test"):
+            action = rule(condition, record)
+            probs = {"same": (0.9, 0.1, 0.0), "different": (0.1, 0.9, 0.0), "ambiguous": (0.05, 0.05, 0.9)}[action]
+            out.append(Prediction(system, condition, "test", Bench.item_id(condition, record), probs, action))
+    return out
+
+
+def _flip(label):
+    return "different" if label == "same" else "same"
+
+
+def test_paired_tables_with_known_outcomes(sample_bench):
+    def oracle_with_sources(condition, record):
+        if condition == "unresolved":
+            return "ambiguous"
+        if condition == "source_grounded":
+            return record["label"]
+        if condition == "context_only":
+            # wrong on different pairs -> Source-grounded errors are "persistent" nowhere, C->W none
+            return record["label"] if record["label"] == "same" else "same"
+        return _flip(record["label"])          # always wrong otherwise (names, shuffles)
+
+    def abstainer(condition, record):
+        return "ambiguous" if condition in ("name_only", "unresolved") else record["label"]
+
+    systems = [System("oracle", "oracle", _predict(sample_bench, "oracle", oracle_with_sources)),
+               System("abstainer", "abstainer", _predict(sample_bench, "abstainer", abstainer))]
+    result = analyse_models(sample_bench, systems, resamples=4000, seed=0, thinning=100)
+    n = result["paired_items"]
+    oracle = result["models"]["oracle"]
+    t = oracle["transitions"]["name_only"]
+    assert (t["W->C"], t["C->W"]) == (n, 0)
+    assert t["mcnemar_p"] == pytest.approx(2 * 0.5 ** n)
+    assert t["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, 2 * t["mcnemar_p"])) and t["models_compared"] == 2
+    diff = oracle["bootstrap_difference"]["source_grounded-name_only"]
+    assert diff["estimate"] == 1.0 and diff["low"] == diff["high"] == 1.0
+    rob = oracle["entity_robustness"]
+    assert rob["pair_gain"] == 1.0 and rob["cluster_bootstrap"]["bootstrap_mean"] == pytest.approx(1.0)
+    assert rob["leave_one_entity_out"]["min"] == rob["leave_one_entity_out"]["max"] == 1.0
+    assert oracle["paired"]["shuffled_a"]["accuracy"] == 0.0
+    assert oracle["source_errors"]["errors"] == 0
+    assert oracle["unresolved"]["abstention_share"] == 1.0
+
+    abst = result["models"]["abstainer"]
+    assert abst["name_only_full"]["abstention"] == 1.0 and np.isnan(abst["name_only_full"]["selective_accuracy"])
+    assert abst["paired"]["name_only"]["accuracy"] == 0.0 and abst["paired"]["source_grounded"]["accuracy"] == 1.0
+
+    text4 = table4(result["models"])
+    assert "| oracle | 0.00 | 100.00 | +100.00 | [100.00, 100.00] |" in text4
+    text5 = table5(result["models"])
+    assert "| oracle |" in text5 and "0.00 / 0.00 / 0.00" in text5
+    assert "| abstainer |" in table6(result["models"])
+    assert "**all errors**" in table7(result["models"])
+
+
+def test_name_induced_and_persistent_errors(sample_bench):
+    grounded = sample_bench.items("source_grounded", "test")
+    different = [r["pair_id"] for r in grounded if r["label"] == "different"]
+    induced, persistent = set(different[:3]), set(different[3:5])
+
+    def rule(condition, record):
+        if condition == "unresolved":
+            return "same"
+        pid = record["pair_id"]
+        if condition == "source_grounded" and pid in induced | persistent:
+            return "same"                      # false merges under Source-grounded
+        if condition == "context_only" and pid in persistent:
+            return "same"                      # already wrong without names
+        return record["label"]
+
+    result = analyse_models(sample_bench, [System("m", "m", _predict(sample_bench, "m", rule))], resamples=500,
+                            thinning=50)
+    errors = result["models"]["m"]["source_errors"]
+    assert errors["false_same_merge"] == {"total": 5, "name_induced": 3, "persistent": 2}
+    assert errors["missed_same"]["total"] == 0 and errors["errors"] == 5
+    assert result["models"]["m"]["unresolved"]["over_resolution"] == 1.0
