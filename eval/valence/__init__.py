@@ -76,6 +76,14 @@ def score_folder(run, options):
             "this run holds no annotations: `histbench valence export-vocabulary RUN --out to_annotate.csv`, "
             "annotate, then `histbench valence import-annotations RUN to_annotate.csv` (or auto-sigma)", file=run.path,
         )
+    methods = {a["method"] for a in annotations}
+    wanted = {"manual": {"manual"}, "automatic": {"automatic"}, "manual+automatic": {"manual", "automatic"}}[options.sigma_source]
+    if not methods & wanted:
+        raise EvalError(
+            f"this run holds only {', '.join(sorted(methods))} annotations, none for --sigma-source "
+            f"{options.sigma_source}; use --sigma-source {'automatic' if methods == {'automatic'} else 'manual'} "
+            "or import annotations", file=run.annotations_path,
+        )
     try:
         return score_run(run.sentences(), predictions, annotations, options, groups=run.manifest.get("groups"))
     except ValueError as exc:

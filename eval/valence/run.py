@@ -24,7 +24,7 @@ from histbench.builders.core.errors import EvalError, UsageError
 from histbench.builders.core.progress import log
 from histbench.builders.valence.scale import scale_from_manifest
 
-from .metrics import classify_piece, uses_word_start_markers
+from .metrics import Piece, classify_piece, uses_word_start_markers
 from .runfolder import RunFolder, slugify
 
 
@@ -59,10 +59,31 @@ def parse_model_specs(values: list[str]) -> list[ModelSpec]:
     return out
 
 
-def prediction_rows(label: str, sentences: list[dict], results: list[list[dict] | None]) -> tuple[list[dict], dict]:
-    """Rows of the predictions table for one model, and counts by kind."""
+def vocabulary_traits(backend) -> tuple[bool | None, frozenset[str]]:
+    """(does the vocabulary mark word starts with 'Ġ'/'▁'?, the special tokens) from the
+    backend's tokenizer when it has one (hf); (None, empty) otherwise."""
+    try:
+        tokenizer = getattr(backend, "tokenizer", None)
+    except EvalError:   # e.g. every answer is stored and the tokenizer cannot be loaded now
+        tokenizer = None
+    if tokenizer is None:
+        return None, frozenset()
+    try:
+        vocabulary = tokenizer.get_vocab()
+    except (AttributeError, NotImplementedError):
+        return None, frozenset(getattr(tokenizer, "all_special_tokens", []) or [])
+    return uses_word_start_markers(vocabulary), frozenset(tokenizer.all_special_tokens)
+
+
+def prediction_rows(label: str, sentences: list[dict], results: list[list[dict] | None], *,
+                    marker_vocabulary: bool | None = None, special_tokens: frozenset[str] = frozenset()) -> tuple[list[dict], dict]:
+    """Rows of the predictions table for one model, and counts by kind.
+
+    marker_vocabulary: whether the model's vocabulary marks word starts (None: guessed from
+    the predicted pieces); special_tokens: the tokenizer's special tokens (never scored).
+    """
     pieces = [c.get("piece") or c.get("token") or "" for cands in results if cands for c in cands]
-    markers = uses_word_start_markers(pieces)
+    markers = uses_word_start_markers(pieces) if marker_vocabulary is None else marker_vocabulary
     rows, kinds = [], {"word": 0, "subword": 0, "special": 0}
     for sentence, cands in zip(sentences, results, strict=True):
         if not cands:
@@ -70,7 +91,10 @@ def prediction_rows(label: str, sentences: list[dict], results: list[list[dict] 
         after_space = sentence["left"][-1:].isspace() if sentence["left"] else False
         for rank, c in enumerate(cands, start=1):
             piece = c.get("piece") if c.get("piece") is not None else c.get("token", "")
-            kind = classify_piece(piece, c.get("token"), marker_vocabulary=markers, after_space=after_space)
+            if piece in special_tokens:
+                kind = Piece(piece, "special")
+            else:
+                kind = classify_piece(piece, c.get("token"), marker_vocabulary=markers, after_space=after_space)
             kinds[kind.kind] += 1
             rows.append({
                 "sentence_id": sentence["sentence_id"],
@@ -133,7 +157,8 @@ def evaluate(
         records = store.run(requests, desc=f"fill-mask {model.label}")
         results = [r.response.get("candidates") if r.response is not None else None for r in records]
         failed = [(s["sentence_id"], r.error) for s, r in zip(sentences, records, strict=True) if r.response is None]
-        rows, kinds = prediction_rows(model.label, sentences, results)
+        markers, specials = vocabulary_traits(backend)
+        rows, kinds = prediction_rows(model.label, sentences, results, marker_vocabulary=markers, special_tokens=specials)
         new_rows += rows
         per_model[model.label] = {
             "spec": model.spec, "sentences": len(sentences), "failed": len(failed), "failures": failed[:20],
