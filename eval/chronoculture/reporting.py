@@ -132,7 +132,7 @@ def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float = 0.7
         if preds.kind == "model":
             if references:
                 for name, ref in (("uniform", uniform_predictions(bench)), ("static", static_predictions(preds))):
-                    entry.references[name] = analyse(bench, ref, pairs=a.retained, resamples=resamples, seed=seed,
+                    entry.references[name] = analyse(bench, ref, pairs=a.analysed, resamples=resamples, seed=seed,
                                                      parts=("rf1",), sets=("default",))
             for other in retention_levels:
                 entry.retention_variants[other] = a if math.isclose(other, level) else analyse(
@@ -165,10 +165,11 @@ def runs_table(entries: list[Entry]) -> str:
                 invalid[reason] = invalid.get(reason, 0) + n
         missing = sum(e.preds.missing.get(p, 0) for p in ("undated", "old", "new"))
         rows.append([e.label, e.preds.kind + (f" ({info.get('baseline')})" if info.get("baseline") else ""), *cells,
-                     ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}",
-                     f"`{info.get('signature', '')}`" if info.get("signature") else DASH])
-    return _table(["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
-                   "prompts without an answer", "signature"], rows)
+                     ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}"])
+    table = markdown_table(rows, ["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
+                                  "prompts without an answer"], "llrrrlr")
+    signatures = [f"- {e.label}: `{e.preds.info['signature']}`" for e in entries if e.preds.info.get("signature")]
+    return table + ("\n\nSignatures:\n\n" + "\n".join(signatures) if signatures else "")
 
 
 def retention_table(entries: list[Entry]) -> str:
@@ -190,7 +191,7 @@ def _rows_with_references(entries: list[Entry], render) -> list[list[str]]:
     for e in entries:
         rows.append([e.label, *render(e.analysis)])
         for name, ref in e.references.items():
-            label = f"&nbsp;&nbsp;{name} (on {e.label}'s pairs)" if name == "uniform" else f"&nbsp;&nbsp;static ({e.label}'s undated answer)"
+            label = f"uniform (on {e.label}'s pairs)" if name == "uniform" else f"static ({e.label}'s undated answer)"
             rows.append([label, *render(ref)])
     return rows
 
