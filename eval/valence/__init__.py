@@ -45,6 +45,8 @@ def _add_score_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--plot", choices=("box", "violin"), default="box", help="Figures 1-2 style (default box)")
     group.add_argument("--examples", nargs="+", metavar="SENTENCE_ID", help="sentences shown as Tables 1-3 (default: the first of each group)")
+    group.add_argument("--no-vocabulary-check", action="store_true",
+                       help="skip loading each model's tokenizer to count the predicted words it cannot produce")
     group.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples for intervals (default 1000)")
     group.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
@@ -163,8 +165,11 @@ class ValenceEvaluator(BenchmarkEvaluator):
         run = RunFolder.open(args.run)
         scores = score_folder(run, _score_options(args, run.fold_case))
         out = args.out or (run.path / "report")
+        from .coverage import vocabulary_coverage
+
+        coverage = None if args.no_vocabulary_check else vocabulary_coverage(run.models, scores.candidates)
         section = build_section(scores, run.sentences(), out, plot=args.plot, examples=args.examples,
-                                title="Temporal valence of masked LMs")
+                                title="Temporal valence of masked LMs", coverage=coverage)
         index = write_report([section], out, f"Temporal valence: {run.path.name}")
         print(index)
 

@@ -62,8 +62,11 @@ def run_demo(built, work_dir: Path, report_dir: Path, *, top_k: int = 10):
         f"Unannotated top-{top_k} words (a near-tie that ranks differently on this CPU): {unannotated}, scored "
         "without them and shown as `?`."
     )
+    from .coverage import vocabulary_coverage
+
     section = build_section(
         scores, sentences, report_dir, link_prefix="valence/", plot="box",
+        coverage=vocabulary_coverage(run.models, scores.candidates),
         title="Temporal valence (toy models)", preface=preface,
         model_notes={"toy-early": TOY_NOTE, "toy-modern": TOY_MODERN_NOTE},
     )

@@ -217,6 +217,7 @@ def build_section(
     title: str = "Temporal valence",
     preface: str = "",
     model_notes: dict[str, str] | None = None,
+    coverage: list[dict] | None = None,
 ) -> ReportSection:
     """Write figures and CSV/Markdown files into out_dir and return the report section."""
     out_dir = Path(out_dir)
@@ -260,6 +261,18 @@ def build_section(
             + ". Listed in `scores.csv` (column `status`).",
             "",
         ]
+    if coverage:
+        from .coverage import coverage_markdown
+
+        lines += [
+            "### Vocabulary: which predicted words can each model produce?",
+            "",
+            "A word that a model's tokenizer splits into pieces can never be one of its fillers. Counted over "
+            "the whole words any model of the run predicted; marked = annotated sigma < 0 (early) or > 0 (modern).",
+            "",
+            coverage_markdown(coverage),
+            "",
+        ]
     status = scores.counts.get("candidate_status", {})
     lines += [
         "Top-k predictions by status: " + ", ".join(f"{k} {v}" for k, v in sorted(status.items()))
@@ -284,5 +297,6 @@ def build_section(
         "counts": scores.counts,
         "summary": scores.summary,
         "pairs": scores.pairs,
+        "vocabulary_coverage": coverage or [],
     }
     return ReportSection(title, "\n".join(lines), [fig1, fig2, fig3], data)

@@ -120,6 +120,13 @@ def test_cased_and_uncased_models_share_annotations(toy_pair, built, tmp_path, c
     with (run / "report" / "candidates.csv").open(encoding="utf-8") as handle:
         cands = {(r["model"], r["sentence_id"], r["rank"]): r for r in csv.DictReader(handle)}
     assert cands[("cased", "s1", "1")]["sigma"] == "-1.0" and cands[("uncased", "s1", "1")]["sigma"] == "-1.0"
+    # vocabulary coverage: the uncased model lower-cases 'Thou' into its own entry; the cased
+    # model has no entry 'thou' (only 'Thou'), so it splits the word the uncased model predicts
+    report = json.loads((run / "report" / "report.json").read_text())
+    coverage = {r["model"]: r for r in report["Temporal valence of masked LMs"]["vocabulary_coverage"]}
+    assert coverage["uncased"]["checked"] and "thou" not in coverage["uncased"]["early_split"]
+    assert "thou" in coverage["cased"]["early_split"] and "Thou" not in coverage["cased"]["early_split"]
+    assert "early-marked words it splits" in (run / "report" / "index.md").read_text()
 
 
 def test_roberta_style_bpe_model_with_its_own_mask(built, tmp_path):
