@@ -41,6 +41,10 @@ def run_demo(built, work_dir: Path, report_dir: Path, *, top_k: int = 10):
     paths = build_demo_models(Path(work_dir) / "toy-models", sample_dir)
     log(f"[valence] toy models ready ({time.monotonic() - started:.1f} s)")
     run_dir = Path(work_dir) / "run"
+    if run_dir.exists():   # a fresh run each time: the sample build may have changed since the last demo
+        import shutil
+
+        shutil.rmtree(run_dir)
     evaluate(built.path, [ModelSpec("toy-early", f"hf:{paths['toy-early']}"), ModelSpec("toy-modern", f"hf:{paths['toy-modern']}")],
              run_dir, top_k=top_k, options={"device": "cpu"})
     run = RunFolder.open(run_dir)
