@@ -85,6 +85,14 @@ def make_file(path: Path, respondents: int, filler: int, seed: int = 0) -> None:
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss it does not carry over
+    the parent's peak across fork + exec)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -122,9 +130,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--respondents", type=int, default=400_000)
     parser.add_argument("--filler", type=int, default=220, help="labelled variables beyond the registry's")
-    parser.add_argument("--child", choices=["baseline", "build"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["baseline", "build", "make"], help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child == "make":
+        make_file(args.file, args.respondents, args.filler)
+        return
     if args.child:
         result = child_baseline(args.file) if args.child == "baseline" else child_build(args.file)
         print(json.dumps(result))
@@ -134,7 +145,8 @@ def main() -> None:
     if not path.exists():
         print(f"writing {path} (once) ...", file=sys.stderr)
         start = time.perf_counter()
-        make_file(path, args.respondents, args.filler)
+        subprocess.run([sys.executable, __file__, "--child", "make", "--file", str(path), "--respondents",
+                        str(args.respondents), "--filler", str(args.filler)], check=True)
         print(f"  {time.perf_counter() - start:.1f} s, {path.stat().st_size / 1e6:.0f} MB", file=sys.stderr)
 
     def child(kind: str) -> dict:
