@@ -33,8 +33,22 @@ class FileMeta:
     def has_value_labels(self) -> bool:
         return self.format in ("sav", "dta")
 
+    def column(self, name: str) -> str | None:
+        """The file's own spelling of a variable: exact, else case-insensitive (v3 / V3)."""
+        if name in self.columns:
+            return name
+        lower = self.__dict__.setdefault("_lower", {c.lower(): c for c in self.columns})
+        return lower.get(str(name).lower())
+
+    def has(self, name: str | None) -> bool:
+        return name is not None and self.column(name) is not None
+
+    def labels(self, name: str) -> dict:
+        actual = self.column(name)
+        return self.value_labels.get(actual, {}) if actual else {}
+
     def require(self, columns: list[str], what: str) -> None:
-        missing = [c for c in columns if c not in self.columns]
+        missing = [c for c in columns if self.column(c) is None]
         if missing:
             raise SourceError(
                 f"missing required variable(s) {', '.join(missing)} ({what}); the file has {len(self.columns)} variables",
@@ -98,6 +112,9 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
 
     columns = list(dict.fromkeys(columns))
     meta.require(columns, "needed by the registry")
+    wanted = {meta.column(c): c for c in columns}  # file spelling -> registry spelling
+    requested, columns = columns, list(wanted)
+    text_columns = tuple(meta.column(c) or c for c in text_columns)
     path = meta.path
     if meta.format == "csv":
         try:
@@ -120,4 +137,4 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
         if column not in text_columns:
             frame[column] = frame[column].astype(np.float64)
-    return frame
+    return frame.rename(columns=wanted)[requested]

@@ -63,7 +63,7 @@ class SurveyFile:
 
 
 def _label(meta: FileMeta, column: str, code) -> str:
-    label = meta.value_labels.get(column, {}).get(float(code)) if _is_number(code) else None
+    label = meta.labels(column).get(float(code)) if _is_number(code) else None
     shown = _shown(code)
     return f"{shown} ({label})" if label else shown
 
@@ -87,7 +87,7 @@ def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | N
     """Every registry code of the question must be a value label of the variable."""
     if not meta.has_value_labels:
         return
-    labels = meta.value_labels.get(variable)
+    labels = meta.labels(variable)
     if not labels:
         raise SourceError(
             f"variable has no value labels, so the registry codes of question {question.id} cannot be checked "
@@ -143,15 +143,15 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
         raise SourceError("the registry has no WVS questions, but a WVS file was given", file=registry.path)
     v = settings.variables
     report = FileReport(meta.path.name, "WVS", value_label_check=meta.has_value_labels)
-    country_col = v.get("country") if v.get("country") in meta.columns else None
-    alpha_col = v.get("country_alpha") if v.get("country_alpha") in meta.columns else None
+    country_col = v.get("country") if meta.has(v.get("country")) else None
+    alpha_col = v.get("country_alpha") if meta.has(v.get("country_alpha")) else None
     if country_col is None and alpha_col is None:
         meta.require([v.get("country") or "S003"], f"country: {v.get('country')} (ISO numeric) or {v.get('country_alpha')}")
     meta.require([v["wave"], v["year"], v["weight"]], "WVS wave, survey year and weight")
 
     questions = []
     for question in registry.wvs_questions:
-        if question.variable not in meta.columns:
+        if not meta.has(question.variable):
             report.missing_questions.append(question.variable)
             continue
         check_value_labels(meta, question, None, question.variable)
@@ -226,7 +226,7 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
 
 def _country_lookup(study: Study, meta: FileMeta, countries: CountryTable):
     spec = study.country
-    labels = meta.value_labels.get(spec.variable, {})
+    labels = meta.labels(spec.variable)
 
     def lookup(code) -> Country | None:
         if code is None or (isinstance(code, float) and np.isnan(code)):
@@ -266,7 +266,7 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     meta.require(required, f"country/weight/year variables of registry study {study.id}")
     questions = []
     for question, source in entries:
-        if source.variable not in meta.columns:
+        if not meta.has(source.variable):
             report.missing_questions.append(source.variable)
             continue
         check_value_labels(meta, question, source, source.variable)

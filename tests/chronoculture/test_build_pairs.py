@@ -191,3 +191,13 @@ def test_build_is_deterministic_and_seeded(wvs_file, registry_file, build, wvs_g
     assert a["manifest"]["data_sha256"] == b["manifest"]["data_sha256"]
     assert [p["noise_p95"] for p in a["pairs"]] != [p["noise_p95"] for p in c["pairs"]]
     assert a["manifest"]["options"]["seed"] == 0
+
+
+def test_variable_names_match_case_insensitively(issp_file, registry_file, build):
+    """Releases differ in case (v3 / V3): the registry's names resolve to the file's spelling."""
+    module = issp_file("ZA1950.sav", [{"V3": 1, "answers": {1: 300, 2: 300}}], question_var="V49",
+                       weight_var="V114", country_var="V3")
+    later = issp_file("ZA2900.dta", [{"v3": 1, "answers": {1: 100, 2: 500}}], question_var="v36", weight_var="v325")
+    out = build(issp=[module, later], registry=registry_file())
+    pair = out["pairs"][0]
+    assert pair["G_old"] == pytest.approx([0.5, 0.5, 0, 0]) and pair["source_old"] == "ZA1950.sav:v49"
