@@ -219,13 +219,20 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
                                decoding={k: decoding[k] for k in ("temperature", "top_p", "max_new_tokens")},
                                prompt_template_hash=prompt_hash)
     info = {
-        "label": label or backend_identity.get("model") or backend.spec, "kind": "model", "model": backend.spec,
+        "label": label or default_label(backend_identity, backend.spec), "kind": "model", "model": backend.spec,
         "backend": backend_identity, "dataset": identity, "prompt_templates_sha256": prompt_hash,
         "decoding": decoding, "limit": limit, "modal": modal, "signature": signature.text,
         "signature_fields": signature.data, "counts": _count(rows),
     }
     write_run(out, rows, info)
     return info
+
+
+def default_label(identity: dict, spec: str) -> str:
+    """A short run label: the model name without its organisation or folder
+    ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct')."""
+    model = str(identity.get("model") or spec).rstrip("/")
+    return model.rsplit("/", 1)[-1] or spec
 
 
 def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) -> None:
@@ -237,8 +244,11 @@ def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) ->
     preds = predictions_from_rows(bench, rows, info["label"], info["kind"])
     retention = 1.0 if info["kind"] == "baseline" else 0.75
     a = analyse(bench, preds, retention=retention, resamples=0, parts=("rf1",), sets=("default",))
-    cells = "  ".join(f"{c} {100 * a.cell(f'rf1.default.tau0.10.{c}.both').estimate:.1f}%"
-                      for c in ("stable", "moderate", "strong", "very_strong"))
+    def share(c):
+        value = a.cell(f"rf1.default.tau0.10.{c}.both").estimate
+        return "-" if np.isnan(value) else f"{100 * value:.1f}%"
+
+    cells = "  ".join(f"{c} {share(c)}" for c in ("stable", "moderate", "strong", "very_strong"))
     print(f"both periods within 0.10 ({a.counts['analysed']:,} pairs analysed, retention {retention:.0%}): {cells}")
     print(f"run folder: {out}  (next: histbench report chronoculture {out} ... --out reports/chronoculture)")
 
