@@ -51,6 +51,8 @@ from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
 DEFAULT_MAX_LENGTH = 2048
 _HUGE_TOKENIZER_LENGTH = 10**17
 METHODS = ("prefix", "naive")
+#: most padding a continuation row may carry in a shared pass (share of the pass's width)
+PAD_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -281,11 +283,19 @@ class PrefixSharedScorer:
         out = []
         start = 0
         while start < len(rows):
+            # Rows sorted longest first; a pass takes rows of similar length (at most
+            # PAD_SHARE of padding each) within the token budget (rows x width logits).
             width = len(encoded[rows[start][1]].continuation)
-            per_row = width + (prefix_len if cache is not None else 0)
-            take = max(1, self.token_budget // max(1, per_row))
-            batch = rows[start : start + take]
-            start += take
+            limit = max(1, self.token_budget // max(1, width))
+            end = start + 1
+            while (
+                end < len(rows)
+                and end - start < limit
+                and len(encoded[rows[end][1]].continuation) >= (1 - PAD_SHARE) * width
+            ):
+                end += 1
+            batch = rows[start:end]
+            start = end
             out += self._continuations(chunk, encoded, batch, width, cache, prefix_len, prefix_mask, row_of_group)
         return out
 
