@@ -111,8 +111,10 @@ def table4(models: dict) -> str:
         rows.append({"Model": label, "Name": pct(paired["name_only"]["accuracy"]),
                      "Source": pct(paired["source_grounded"]["accuracy"]), "Δ": signed(diff["estimate"]),
                      "95% CI": f"[{pct(diff['low'])}, {pct(diff['high'])}]", "W→C": t["W->C"], "C→W": t["C->W"],
+                     "C→C": t["C->C"], "W→W": t["W->W"],
                      "McNemar p": pval(t["mcnemar_p"]), "Bonferroni p": pval(t.get("mcnemar_p_bonferroni"))})
-    return markdown_table(rows, ["Model", "Name", "Source", "Δ", "95% CI", "W→C", "C→W", "McNemar p", "Bonferroni p"])
+    return markdown_table(rows, ["Model", "Name", "Source", "Δ", "95% CI", "W→C", "C→W", "C→C", "W→W", "McNemar p",
+                                 "Bonferroni p"])
 
 
 def table5(models: dict) -> str:
@@ -178,12 +180,13 @@ def probability_table(models: dict) -> str:
     rows = []
     for label, res in models.items():
         for condition, m in res.get("paired", {}).items():
-            rows.append({"Model": label, "Condition": CONDITION_NAMES[condition], "Acc.": pct(m["accuracy"]),
+            rows.append({"Model": label, "Condition": CONDITION_NAMES[condition],
+                         "Acc. [Wilson 95%]": f"{pct(m['accuracy'])} [{pct(m['accuracy_low'])}, {pct(m['accuracy_high'])}]",
                          "Abst.": pct(m["abstention"]), "Sel. Acc.": pct(m["selective_accuracy"]),
                          "Mean p(gold)": dec(m.get("mean_p_gold")), "Brier": dec(m.get("brier")),
                          "Log loss": dec(m.get("log_loss")), "Mean p(ambiguous)": dec(m.get("mean_p_ambiguous")),
                          "Invalid": m.get("invalid", 0)})
-    return markdown_table(rows, ["Model", "Condition", "Acc.", "Abst.", "Sel. Acc.", "Mean p(gold)", "Brier",
+    return markdown_table(rows, ["Model", "Condition", "Acc. [Wilson 95%]", "Abst.", "Sel. Acc.", "Mean p(gold)", "Brier",
                                  "Log loss", "Mean p(ambiguous)", "Invalid"])
 
 
@@ -212,10 +215,18 @@ def prominence_table(models: dict) -> str:
         if not p:
             continue
         strata = p.get("by_stratum", {})
+        grounded = res.get("slices_paired", {}).get("source_grounded", {})
+
+        def cell(stratum, grounded=grounded):
+            d = grounded.get(f"same_{stratum}")
+            return f"{d['correct']}/{d['n']}" if d else ""
+
         rows.append({"Model": label, "Entities": p["entities"], "ρ": dec(p["rho"]), "p": pval(p["p"]),
                      "p (Bonferroni)": pval(p.get("p_bonferroni")), "head": pct(strata.get("head")),
-                     "mid": pct(strata.get("mid")), "long-tail": pct(strata.get("long-tail"))})
-    return markdown_table(rows, ["Model", "Entities", "ρ", "p", "p (Bonferroni)", "head", "mid", "long-tail"])
+                     "mid": pct(strata.get("mid")), "long-tail": pct(strata.get("long-tail")),
+                     "Source-grounded same: head / mid / long-tail": " / ".join(cell(s) for s in ("head", "mid", "long-tail"))})
+    return markdown_table(rows, ["Model", "Entities", "ρ", "p", "p (Bonferroni)", "head", "mid", "long-tail",
+                                 "Source-grounded same: head / mid / long-tail"])
 
 
 def unresolved_table(models: dict) -> str:
@@ -373,8 +384,9 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
         sections.append(ReportSection("Challenge slices (section 8.1)", slice_table(models)))
         sections.append(ReportSection(
             "Prominence (section 8.4)",
-            "Same items of the full Name-only set, averaged within person; Spearman ρ between ordinal prominence "
-            "(long-tail < mid < head) and accuracy; Bonferroni over models.\n\n" + prominence_table(models)))
+            "Same items of the full Name-only set, averaged within person (head / mid / long-tail columns: "
+            "entity-macro Name-only accuracy); Spearman ρ between ordinal prominence (long-tail < mid < head) and "
+            "accuracy, Bonferroni over models; last column: Source-grounded same items by stratum.\n\n" + prominence_table(models)))
         if split == "test":
             sections.append(ReportSection("Expert-unresolved sanity check (section 7.3)", unresolved_table(models)))
     return sections, data

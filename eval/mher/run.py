@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 from histbench.builders.core.dataset import BuiltDataset
@@ -35,7 +36,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--dataset", required=True, help="the MHER build folder (or Hub id)")
     parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
-    parser.add_argument("--out", type=Path, required=True, help="run folder (created; a model run resumes in it)")
+    parser.add_argument("--out", type=Path,
+                        help="run folder (created; a model run resumes in it; default runs/mher-baselines, "
+                             "runs/mher-reference-KIND or runs/mher-<model>)")
     what = parser.add_argument_group("what to evaluate (one of)")
     what.add_argument("--baselines", action="store_true",
                       help="the non-generative baselines of Table 2 (thresholds and fits on DEV only)")
@@ -68,6 +71,14 @@ def run_eval(args: argparse.Namespace) -> None:
     chosen = [bool(args.baselines), bool(args.reference), bool(getattr(args, "model", None))]
     if sum(chosen) != 1:
         raise UsageError("give exactly one of --baselines, --reference or --model")
+    if args.out is None:
+        if args.baselines:
+            name = "baselines"
+        elif args.reference:
+            name = f"reference-{args.reference}"
+        else:
+            name = re.sub(r"[^A-Za-z0-9._-]+", "-", args.label or args.model.split("@")[0]).strip("-")
+        args.out = Path("runs") / f"mher-{name}"
     built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="mher")
     bench = load_bench(built)
     if args.baselines:

@@ -130,3 +130,14 @@ def test_embedding_model_error_names_the_model():
 
     with pytest.raises(EvalError, match="cannot load the sentence-transformers model"):
         B.load_embedding_model("/nonexistent/model/path")
+
+
+def test_cli_baselines_default_run_folder(sample_build, tmp_path, monkeypatch, capsys):
+    from histbench.builders.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "mher", "--baselines", "--dataset", str(sample_build)]) == 0
+    run = read_run(tmp_path / "runs" / "mher-baselines")
+    assert run.kind == "baselines" and "ctx_logistic" in run.info["systems"]
+    assert main(["eval", "mher", "--dataset", str(sample_build)]) == 2
+    assert "exactly one of --baselines, --reference or --model" in capsys.readouterr().err

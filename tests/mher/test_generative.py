@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from histbench.builders.cli import main
 from histbench.eval.mher.data import read_run
 
@@ -103,3 +105,20 @@ def test_partial_run_cannot_be_reported_silently(sample_build, chat_server, tmp_
                  "--limit", "4", "--conditions", "name_only"]) == 0
     assert main(["report", "mher", str(out), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 2
     assert "has no prediction for" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_protocol_with_the_real_offline_smollm2(sample_build, smollm2_path, tmp_path, capsys):
+    """The real SmolLM2-135M-Instruct answers a few items through the hf backend; whatever
+    it says is kept raw, parsed under the contract or counted as invalid."""
+    out = tmp_path / "smol"
+    assert main(["eval", "mher", "--model", "offline:smollm2", "--dataset", str(sample_build), "--out", str(out),
+                 "--conditions", "name_only", "unresolved", "--limit", "1", "--max-new-tokens", "48",
+                 "--format-retries", "0"]) == 0
+    run = read_run(out)
+    assert len(run.predictions) == 2
+    raw = [json.loads(line) for line in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(raw) == 2 and all(r["response"]["text"] is not None for r in raw)
+    assert run.info["counts"]["name_only/test"]["items"] == 1
+    assert run.info["backend"]["backend"] == "hf"
+    capsys.readouterr()
