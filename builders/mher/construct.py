@@ -450,16 +450,15 @@ def derangements(
     n = len(slots)
     if n == 0:
         return [{} for _ in range(count)]
-    names = {pid: registry.registered_names(pid) for pid in {s.person_id for s in slots}}
+    item_persons = {p for pair in pairs for p in pair.persons}
+    names = {pid: registry.registered_names(pid) for pid in item_persons}
+    # which persons of the pool each context names (n x P checks instead of n x n)
+    named = [{pid for pid in item_persons if find_names(slot.text, names[pid])} for slot in slots]
     allowed = np.ones((n, n), dtype=bool)
     for r, recipient in enumerate(slots):
-        pair = pairs[recipient.pair_index]
-        persons = set(pair.persons)
-        item_names = set().union(*(names[p] for p in persons))
+        persons = set(pairs[recipient.pair_index].persons)
         for d, donor in enumerate(slots):
-            if d == r or donor.person_id in persons or donor.pair_index == recipient.pair_index:
-                allowed[r, d] = False
-            elif find_names(donor.text, item_names):
+            if d == r or donor.person_id in persons or donor.pair_index == recipient.pair_index or named[d] & persons:
                 allowed[r, d] = False
     results: list[dict[int, int]] = []
     used = np.zeros((n, n), dtype=bool)

@@ -59,6 +59,7 @@ def _is_cjk(char: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65536)
 def phrase_pattern(phrase: str, allow_prefix: bool = True) -> re.Pattern:
     """A regex for a normalised phrase: word boundaries at alphabetic ends (not for CJK,
     which has no spaces); with `allow_prefix`, a trailing '*' makes it a prefix (stem) match."""
@@ -135,20 +136,24 @@ class CueList:
 def find_names(text: str, names, exclude=()) -> list[str]:
     """Registered names (other than those in `exclude`) that occur in `text`.
 
-    Occurrences of the excluded names (the side's own surface form) are masked first, so
-    a name contained in the own form ("Batu" inside "Batu Khan") is not counted; names
-    equal to an excluded name after normalisation are skipped.
+    An occurrence that lies inside an occurrence of an excluded name (the side's own
+    surface form) does not count: "Batu" inside the own form "Batu Khan" is the own form,
+    while "Great Bolad" around the own form "Bolad" is another name. Names equal to an
+    excluded name after normalisation are skipped.
     """
     norm = normalise(text)
     excluded = {normalise(e) for e in exclude if e}
-    for own in sorted(excluded, key=len, reverse=True):
-        norm = phrase_pattern(own, allow_prefix=False).sub("\u2588", norm)
+    own_spans = [m.span() for own in excluded if own
+                 for m in phrase_pattern(own, allow_prefix=False).finditer(norm)]
     found = []
     for name in sorted({normalise(n) for n in names if n}):
         if not name or name in excluded:
             continue
-        if phrase_pattern(name, allow_prefix=False).search(norm):
-            found.append(name)
+        for match in phrase_pattern(name, allow_prefix=False).finditer(norm):
+            start, end = match.span()
+            if not any(s <= start and end <= e for s, e in own_spans):
+                found.append(name)
+                break
     return found
 
 
