@@ -216,3 +216,18 @@ def test_cap_must_be_positive(write_registry):
     with pytest.raises(BuildError, match="at least 1"):
         C.select_name_only(registry, {p: "test" for p in registry.persons}, "test",
                            C.BuildOptions(max_pairs_per_entity_pair=0))
+
+
+def test_extra_cue_file_extends_the_shipped_list(write_registry, tmp_path):
+    from histbench.builders.mher.text import CueList
+
+    from .conftest import CUES
+
+    extra = tmp_path / "cues.yaml"
+    extra.write_text("languages:\n  en: [served as the same]\n  kk: [бір адам]\n", encoding="utf-8")
+    cues = CueList.load(CUES, extra)
+    assert "kk" in cues.languages and "la" in cues.languages
+    tables = synthetic_registry(3)
+    tables["evidence"][0]["text"] = "He served as the same envoy twice."
+    result = C.build_contexts(_registry(write_registry, tables), cues)
+    assert [(e["evidence_id"], e["detail"]) for e in result.excluded] == [("E000", "en: served as the same")]
