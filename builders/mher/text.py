@@ -84,9 +84,11 @@ class CueHit:
 class CueList:
     """Equivalence-stating phrases per language; `find` checks a text against all of them."""
 
-    def __init__(self, phrases: dict[str, list[str]], path: str = "equivalence cues"):
+    def __init__(self, phrases: dict[str, list[str]], path: str = "equivalence cues",
+                 aliases: dict[str, str] | None = None):
         self.path = path
         self.phrases = {lang: list(items) for lang, items in phrases.items()}
+        self.aliases = {k: v for k, v in (aliases or {}).items() if v in self.phrases}
         self._compiled: list[tuple[str, str, re.Pattern]] = []
         for lang, items in self.phrases.items():
             for phrase in items:
@@ -97,15 +99,25 @@ class CueList:
 
     @property
     def languages(self) -> set[str]:
-        return set(self.phrases)
+        """Language codes with a list, directly or through `aliases` (e.g. lzh -> zh)."""
+        return set(self.phrases) | set(self.aliases)
 
     @classmethod
     def load(cls, path: Path, extra: Path | None = None) -> CueList:
-        phrases = cls._read(path)
+        phrases, aliases = cls._read(path), cls._read_aliases(path)
         if extra is not None:
             for lang, items in cls._read(extra).items():
                 phrases.setdefault(lang, []).extend(items)
-        return cls(phrases, str(path) if extra is None else f"{path} + {extra}")
+            aliases.update(cls._read_aliases(extra))
+        return cls(phrases, str(path) if extra is None else f"{path} + {extra}", aliases)
+
+    @staticmethod
+    def _read_aliases(path: Path) -> dict[str, str]:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        aliases = data.get("aliases") or {}
+        if not isinstance(aliases, dict):
+            raise SourceError("'aliases' must map a language code to a code with a list", file=path)
+        return {str(k).lower(): str(v).lower() for k, v in aliases.items()}
 
     @staticmethod
     def _read(path: Path) -> dict[str, list[str]]:

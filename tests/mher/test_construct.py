@@ -231,3 +231,12 @@ def test_extra_cue_file_extends_the_shipped_list(write_registry, tmp_path):
     tables["evidence"][0]["text"] = "He served as the same envoy twice."
     result = C.build_contexts(_registry(write_registry, tables), cues)
     assert [(e["evidence_id"], e["detail"]) for e in result.excluded] == [("E000", "en: served as the same")]
+
+
+def test_language_aliases_declare_coverage(write_registry, cues):
+    assert {"lzh", "xng", "fro"} <= cues.languages
+    tables = synthetic_registry(3)
+    tables["evidence"][1]["language"] = "lzh"
+    tables["evidence"][1]["text"] = "史稱其又名某。"
+    result = C.build_contexts(_registry(write_registry, tables), cues)
+    assert [(e["evidence_id"], e["rule"]) for e in result.excluded] == [("E001", "equivalence_cue")]
