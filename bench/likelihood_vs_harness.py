@@ -54,7 +54,8 @@ def synthetic_questions(tokenizer, n: int, seed: int) -> list[tuple[str, list[st
     rng = random.Random(seed)
 
     def words_until(target: int) -> str:
-        """Sentences of period-flavoured words, one word at a time, up to `target` tokens."""
+        """Sentences of period-flavoured words, one word at a time, up to `target` tokens
+        (the last word may stop it one or two tokens short)."""
         words: list[str] = []
         left = 0
         while True:
@@ -83,7 +84,7 @@ def synthetic_questions(tokenizer, n: int, seed: int) -> list[tuple[str, list[st
         question = rng.choice(QUESTIONS).format(year=year)
         passage = words_until(rng.randint(165, 205) - len(tokenizer(frame + question)["input_ids"]))
         context = f"{frame}\n\n{passage}\n\nQuestion: {question}\nAnswer:"
-        answers = [" " + words_until(rng.randint(10, 60)) for _ in range(rng.randint(5, 8))]
+        answers = [" " + words_until(rng.randint(12, 60)) for _ in range(rng.randint(5, 8))]
         questions.append((context, answers))
     return questions
 

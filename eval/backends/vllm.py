@@ -9,7 +9,8 @@ score the same token sequences.
 - generate: SamplingParams(temperature, top_p, max_tokens, stop, seed); greedy at 0.
 - loglikelihood: the context+continuation tokens as one prompt with prompt_logprobs=1; the
   continuation's log-probabilities are summed, and a token counts as greedy when vLLM
-  ranks it first. Left truncation to max_model_len + 1 tokens, counted, as in hf.
+  ranks it first. Left truncation to max_model_len tokens (vLLM feeds the last token
+  too), counted, as the harness's vLLM model does.
 - fill_mask: not supported (vLLM serves generative models).
 
 vllm is imported when the first request is answered, never when this module is imported.
@@ -115,7 +116,9 @@ class VLLMBackend(Backend):
         return self.llm.get_tokenizer()
 
     def max_length(self) -> int:
-        return int(self.llm.llm_engine.model_config.max_model_len)
+        engine = self.llm.llm_engine
+        config = getattr(engine, "model_config", None) or engine.vllm_config.model_config
+        return int(config.max_model_len)
 
     def close(self) -> None:
         self._llm = None
@@ -183,7 +186,11 @@ class VLLMBackend(Backend):
         self.llm  # noqa: B018 - loads the engine (a clear error without vllm)
         from vllm import SamplingParams
 
-        encoded = encode_requests(self.tokenizer, requests, max_length=self.max_length(), add_bos_token=self.options["add_bos_token"])
+        # vLLM feeds every prompt token (it scores them all), so context+continuation must fit
+        # in the window itself: cut to max_model_len tokens, one fewer than the hf scorer.
+        encoded = encode_requests(
+            self.tokenizer, requests, max_length=self.max_length() - 1, add_bos_token=self.options["add_bos_token"]
+        )
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1)
         for start in range(0, len(encoded), self.batch_size):
             chunk = list(range(start, min(len(encoded), start + self.batch_size)))

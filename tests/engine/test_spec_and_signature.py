@@ -163,3 +163,18 @@ def test_signature_shows_hf_revision_and_dtype():
     text = make_signature(backend=backend, decoding={"method": "loglikelihood"}).text
     assert "model:hf:HuggingFaceTB/SmolLM2-135M-Instruct@aaaaaaaaaaaa" in text
     assert "dtype:bfloat16" in text and "decode:method=loglikelihood" in text
+
+
+def test_engine_modules_import_without_heavy_libraries():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import histbench.eval.backends, histbench.eval.runstore, histbench.eval.signature, histbench.eval.likelihood\n"
+        "import histbench.eval.backends.api, histbench.eval.backends.hf, histbench.eval.backends.vllm\n"
+        "import histbench.eval.backends.loopback, histbench.eval.backends.offline, histbench.eval.backends.tiny\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'httpx', 'vllm', 'datasets') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
