@@ -102,6 +102,31 @@ def _evaluator_parsers(subparsers, evaluators) -> None:
         parser.set_defaults(func=lambda a, e=evaluator: e.run_report(a))
     for evaluator in evaluators.values():
         evaluator.add_commands(subparsers)
+    _add_export(subparsers, evaluators)
+
+
+def _add_export(subparsers, evaluators) -> None:
+    """`histbench export FORMAT BENCHMARK ...` from every evaluator's `exporters()`."""
+    by_format: dict[str, dict[str, dict]] = {}
+    for name, evaluator in evaluators.items():
+        for fmt, spec in evaluator.exporters().items():
+            by_format.setdefault(fmt, {})[name] = spec
+    if not by_format:
+        return
+    export = subparsers.add_parser(
+        "export", help="write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
+        description="Write a built benchmark in another tool's format.",
+    )
+    formats = export.add_subparsers(dest="export_format", metavar="FORMAT", parser_class=_Parser, required=True)
+    for fmt in sorted(by_format):
+        fmt_parser = formats.add_parser(fmt, help=f"export as {fmt} ({', '.join(sorted(by_format[fmt]))})")
+        benchmarks = fmt_parser.add_subparsers(dest="export_benchmark", metavar="BENCHMARK",
+                                               parser_class=_Parser, required=True)
+        for name in sorted(by_format[fmt]):
+            spec = by_format[fmt][name]
+            parser = benchmarks.add_parser(name, help=spec["help"], description=spec["help"])
+            spec["add_arguments"](parser)
+            parser.set_defaults(func=spec["run"])
 
 
 def make_parser() -> argparse.ArgumentParser:

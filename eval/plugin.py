@@ -41,6 +41,13 @@ class BenchmarkEvaluator(ABC):
     def add_commands(self, subparsers) -> None:
         """Extra top-level subcommands (each must set `func` via set_defaults)."""
 
+    def exporters(self) -> dict[str, dict]:
+        """Formats this benchmark can be exported to, for `histbench export FORMAT <name> ...`.
+
+        {format: {"help": str, "add_arguments": f(parser), "run": f(args)}}.
+        """
+        return {}
+
     def demo(self, built: BuiltDataset, work_dir: Path, report_dir: Path) -> ReportSection | None:
         """Run the reference baselines on the sample build for `histbench demo`.
 

@@ -14,9 +14,8 @@ Reports: `histbench report chronologic RUN [RUN ...]` reads each run folder's
 (list of (run_dir, results)), args) -> None), registered by the same modules (a module
 may expose `REPORTERS: dict`).
 
-Exporters: `histbench export lm-eval chronologic BUILD`. The top-level `export` command
-has one subcommand per target format, each taking the benchmark name; any benchmark's
-evaluator can join by defining `exporters()` (see `_export_command`).
+Exporters: `histbench export lm-eval chronologic BUILD` (see `exporters()`; the CLI builds
+the `export` command from every evaluator's exporters).
 """
 
 from __future__ import annotations
@@ -34,12 +33,6 @@ DEFAULT_DATASET = "build/chronologic-1.0.0"
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
 MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes")
-# Modes named by the benchmark's design that this installation may not provide yet.
-PLANNED_MODES: dict[str, str] = {
-    "generate": "free generation (paper 5.2)",
-    "judge": "pairwise substantive judging of generated answers (paper 5.2.2, A.2)",
-    "anchors": "Bradley-Terry anchors per question (paper A.2.2)",
-}
 
 
 @dataclass(frozen=True)
@@ -102,51 +95,7 @@ def mode_of(args: argparse.Namespace) -> Mode:
     if name in MODES:
         return MODES[name]
     known = ", ".join(MODES)
-    if name in PLANNED_MODES:
-        raise UsageError(
-            f"--mode {name} ({PLANNED_MODES[name]}) is not available in this installation "
-            f"(available: {known})", field="--mode",
-        )
     raise UsageError(f"unknown --mode {name!r} (available: {known})", field="--mode")
-
-
-# --------------------------------------------------------------------------- exporters
-
-
-def _export_command(subparsers) -> None:
-    """`histbench export FORMAT BENCHMARK ...`, from every evaluator's `exporters()`.
-
-    Any benchmark's evaluator may define `exporters()` returning
-    {format: {"help": str, "add_arguments": f(parser), "run": f(args)}}; the first
-    evaluator whose add_commands runs builds the one `export` command from all of them
-    (later ones see it exists and skip), so no benchmark depends on another's code.
-    """
-    from histbench.builders.cli import _Parser
-    from histbench.builders.core.build import discover_builders
-    from histbench.eval.plugin import discover_evaluators
-
-    if "export" in subparsers.choices:
-        return
-    by_format: dict[str, dict[str, dict]] = {}
-    for name, evaluator in discover_evaluators(discover_builders()).items():
-        for fmt, spec in (getattr(evaluator, "exporters", lambda: {})() or {}).items():
-            by_format.setdefault(fmt, {})[name] = spec
-    if not by_format:
-        return
-    export = subparsers.add_parser(
-        "export", help="write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
-        description="Write a built benchmark in another tool's format.",
-    )
-    formats = export.add_subparsers(dest="export_format", metavar="FORMAT", parser_class=_Parser, required=True)
-    for fmt in sorted(by_format):
-        fmt_parser = formats.add_parser(fmt, help=f"export as {fmt} ({', '.join(sorted(by_format[fmt]))})")
-        benchmarks = fmt_parser.add_subparsers(dest="export_benchmark", metavar="BENCHMARK",
-                                               parser_class=_Parser, required=True)
-        for name in sorted(by_format[fmt]):
-            spec = by_format[fmt][name]
-            parser = benchmarks.add_parser(name, help=spec["help"], description=spec["help"])
-            spec["add_arguments"](parser)
-            parser.set_defaults(func=spec["run"])
 
 
 # --------------------------------------------------------------------------- evaluator
@@ -179,9 +128,6 @@ class ChronologicEvaluator(BenchmarkEvaluator):
 
         _load_modes()
         run_report(args, REPORTERS)
-
-    def add_commands(self, subparsers) -> None:
-        _export_command(subparsers)
 
     def exporters(self) -> dict[str, dict]:
         from .lm_eval_export import add_export_arguments, run_export
