@@ -14,7 +14,6 @@ summary (printed, in the card and in histbench.json).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 from histbench.builders.core.build import BenchmarkBuilder, BuildContext
 from histbench.builders.core.errors import SourceError, UsageError
 from histbench.builders.core.progress import progress
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.core.writer import BuildOutput, sha256_path
 
 from .countries import CountryTable
 from .gold import CELL_RULES, MIN_RESPONDENTS, tabulate
@@ -35,10 +34,6 @@ from .surveys import load_issp, load_wvs
 REGISTRY_FILE = "registry.yaml"
 COUNTRIES_FILE = "countries.csv"
 PROMPTS_FILE = "prompts.yaml"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class ChronoCultureBuilder(BenchmarkBuilder):
@@ -155,9 +150,9 @@ class ChronoCultureBuilder(BenchmarkBuilder):
             noise_draws=int(ctx.options.get("noise_draws", NOISE_DRAWS)), progress=progress,
         )
         ctx.extra_manifest["chronoculture_sources"] = {
-            "registry": {"path": registry_path.name, "sha256": _sha256(registry_path),
+            "registry": {"path": registry_path.name, "sha256": sha256_path(registry_path),
                          "shipped": registry_path == Path(ctx.source_file(REGISTRY_FILE))},
-            "countries": {"path": countries_path.name, "sha256": _sha256(countries_path)},
+            "countries": {"path": countries_path.name, "sha256": sha256_path(countries_path)},
             "prompt_templates": {"path": PROMPTS_FILE, "sha256": templates.sha256},
         }
         summary = _summary(configs, stats, files, registry, cell_rules, cells_ok, invalid, unregistered,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.readers import iter_jsonl_objects
 
 from .taxonomy import FRAME_TYPES, GROUND_TRUTH_PROBABILITY, MAX_OPTIONS, MIN_OPTIONS, REASONING_TYPES
 
@@ -117,19 +118,7 @@ class _FieldError(Exception):
 
 
 def _raw_jsonl(path: Path) -> list[tuple[int, dict]]:
-    records = []
-    with path.open(encoding="utf-8-sig") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SourceError(f"not valid JSON ({exc.msg} at column {exc.colno})", file=path, row=line_number) from exc
-            if not isinstance(value, dict):
-                raise SourceError(f"each line must hold one JSON object, got {type(value).__name__}", file=path, row=line_number)
-            records.append((line_number, value))
-    return records
+    return list(iter_jsonl_objects(path))
 
 
 def _raw_json(path: Path) -> list[tuple[int, dict]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,16 +11,12 @@ import yaml
 
 from histbench.builders.core.build import BuildContext
 from histbench.builders.core.errors import BuildError, SourceError
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.core.writer import BuildOutput, sha256_path
 
 from .authors import AuthorTable
 from .embeddings import Embedder, pair_similarity
 
 SPLIT = "test"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class _Run:
@@ -55,7 +50,7 @@ class _Run:
         table = AuthorTable()
         shipped = self.source("authors.csv")
         n = table.load(shipped, "shipped")
-        info = {"shipped": {"file": "sources/italian/authors.csv", "rows": n, "sha256": _sha256(shipped)}}
+        info = {"shipped": {"file": "sources/italian/authors.csv", "rows": n, "sha256": sha256_path(shipped)}}
         user = self.ctx.path("authors")
         if user is not None:
             info["user"] = {"file": user.name, "rows": table.load(user, "user"), "merge": "user rows add to / replace shipped rows"}
@@ -319,7 +314,7 @@ class _Run:
             query = Path(self.o["intertext_query"]) if self.o["intertext_query"] else self.source("dantesources.rq")
             self.citations, self.citation_stats = load_citations(self.ctx.path("dantesources"), query)
             self.summary["intertext_query"] = {"file": str(query) if self.o["intertext_query"] else "sources/italian/dantesources.rq",
-                                               "sha256": _sha256(query)}
+                                               "sha256": sha256_path(query)}
         try:
             if has("leggomanzoni"):
                 self.wsd()

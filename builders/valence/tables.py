@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.readers import iter_jsonl_objects
 
 FORMATS = ("csv", "tsv", "jsonl")
 
@@ -81,15 +81,7 @@ def _read_delimited(path: Path, text: str, delimiter: str) -> tuple[list[str], l
 def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[Row]]:
     columns: list[str] = []
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"not valid JSON: {exc.msg}", file=path, row=number) from exc
-        if not isinstance(record, dict):
-            raise SourceError("each line must be a JSON object", file=path, row=number)
+    for number, record in iter_jsonl_objects(path, text=text):
         values = {}
         for key, value in record.items():
             name = _clean_header(str(key))

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import iter_jsonl_objects
 
 from .metrics import ACTION_CODES, LABEL_CODES
 from .protocol import ACTIONS, CONDITIONS
@@ -141,16 +142,10 @@ def read_run(run_dir: Path) -> Run:
         info = json.loads(info_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise EvalError(f"unreadable {RUN_FILE}: {exc}", file=info_path) from exc
-    predictions = []
-    with pred_path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise EvalError(f"line {number} is not JSON ({exc})", file=pred_path, row=number) from exc
-            predictions.append(Prediction.from_json(data, f"{pred_path}:{number}"))
+    predictions = [
+        Prediction.from_json(data, f"{pred_path}:{number}")
+        for number, data in iter_jsonl_objects(pred_path, error=EvalError)
+    ]
     return Run(run_dir, info, predictions)
 
 
