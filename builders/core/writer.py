@@ -164,7 +164,9 @@ def write_build(
     extra_manifest: dict | None = None,
 ) -> Path:
     """Check every record, write the dataset folder atomically and return its path."""
+    import pyarrow as pa
     from datasets import Dataset, DatasetInfo, SplitDict, SplitInfo
+    from datasets.table import InMemoryTable
 
     resources = resources or Resources.default()
     started = started or utc_now()
@@ -196,9 +198,10 @@ def write_build(
             split_infos, size = [], 0
             data_files[config], row_counts[config] = {}, {}
             for split, records in splits.items():
-                # an empty split still gets its columns (from_list([]) would give none)
-                dataset = (Dataset.from_list(records, features=features[config]) if records else
-                           Dataset.from_dict({name: [] for name in features[config]}, features=features[config]))
+                # Arrow straight from the schema-checked records (an empty split keeps its
+                # columns); the same bytes as Dataset.from_list, several times faster
+                table = pa.Table.from_pylist(records, schema=features[config].arrow_schema)
+                dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
                 paths = _write_config(dataset, tmp / "data" / config, split)
                 data_files[config][split] = f"data/{config}/{split}-*.parquet"
                 row_counts[config][split] = len(records)

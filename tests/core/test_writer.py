@@ -171,3 +171,17 @@ def test_large_configs_are_sharded(toy_builder, toy_sample, toy_resources, tmp_p
     assert len(shards) > 1 and shards[0] == f"dev-00000-of-{len(shards):05d}.parquet"
     loaded = load_dataset(str(folder), "items", split="dev")
     assert [r["item_id"] for r in loaded] == [f"i{n}" for n in range(6)]
+
+
+def test_empty_split_keeps_its_typed_columns(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records):
+    def one_pair_short(self, ctx):
+        output = make_toy_records(["alpha one", "beta two"])
+        output.configs["pairs"]["dev"] = []
+        return output
+
+    monkeypatch.setattr(type(toy_builder), "build", one_pair_short)
+    folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+    empty = load_dataset(str(folder), "pairs", split="dev")
+    assert empty.num_rows == 0
+    assert list(empty.features) == ["pair_id", "left", "right", "same"]
+    assert str(empty.features["same"].dtype) == "bool"
