@@ -188,18 +188,32 @@ def write_build(
                 allow_non_finite=config in output.allow_non_finite,
             )
 
+    # `datasets.load_dataset` cannot load a split with no rows, so empty splits (and configs
+    # left with none) are not written; they are listed in histbench.json and the log.
+    empty = [f"{config}/{split}" for config, splits in output.configs.items()
+             for split, records in splits.items() if not records]
+    configs = {
+        config: {split: records for split, records in splits.items() if records}
+        for config, splits in output.configs.items()
+    }
+    configs = {config: splits for config, splits in configs.items() if splits}
+    if not configs:
+        raise BuildError(f"{benchmark}: every config is empty ({', '.join(empty)}); nothing to write")
+    for label in empty:
+        log(f"note: {label} has no rows and is not written (listed under empty_splits in {MANIFEST_NAME})")
+
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(out_dir)
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         outputs, infos, data_files, row_counts = [], {}, {}, {}
-        for config, splits in progress(list(output.configs.items()), desc="writing configs", unit="config"):
+        for config, splits in progress(list(configs.items()), desc="writing configs", unit="config"):
             split_infos, size = [], 0
             data_files[config], row_counts[config] = {}, {}
             for split, records in splits.items():
-                # Arrow straight from the schema-checked records (an empty split keeps its
-                # columns); the same bytes as Dataset.from_list, several times faster
+                # Arrow straight from the schema-checked records: the same bytes as
+                # Dataset.from_list, several times faster
                 table = pa.Table.from_pylist(records, schema=features[config].arrow_schema)
                 dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
                 paths = _write_config(dataset, tmp / "data" / config, split)
@@ -238,12 +252,13 @@ def write_build(
             "outputs": outputs,
             "data_sha256": data_sha,
             "rows": row_counts,
+            "empty_splits": empty,
             "schemas": {
                 config: {
                     "id": schemas[config].get("$id", f"{benchmark}.{config}"),
                     "sha256": sha256_path(resources.schema_path(benchmark, config)),
                 }
-                for config in output.configs
+                for config in configs
             },
             "summary": to_native(output.summary),
             "build_started_utc": started,

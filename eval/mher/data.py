@@ -50,13 +50,20 @@ class Bench:
 
 def load_bench(built) -> Bench:
     records: dict[str, dict[str, list[dict]]] = {}
+    rows = built.manifest["rows"]
+    empty = set(built.manifest.get("empty_splits", []))
     for condition in CONDITIONS:
-        if condition not in built.configs:
-            raise EvalError(f"not an MHER build: config {condition!r} is missing", file=built.path)
         splits = ["test"] if condition == "unresolved" else ["dev", "test"]
-        records[condition] = {split: built.load(condition, split).to_list() for split in splits}
+        records[condition] = {}
+        for split in splits:
+            if split in rows.get(condition, {}):
+                records[condition][split] = built.load(condition, split).to_list()
+            elif f"{condition}/{split}" in empty:  # built, but without rows (not written)
+                records[condition][split] = []
+            else:
+                raise EvalError(f"not an MHER build: {condition}/{split} is missing", file=built.path)
     if "entities" in built.configs:
-        records["entities"] = {split: built.load("entities", split).to_list() for split in ("dev", "test")}
+        records["entities"] = {split: built.load("entities", split).to_list() for split in rows["entities"]}
     return Bench(records, built.identity())
 
 

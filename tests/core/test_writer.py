@@ -173,15 +173,29 @@ def test_large_configs_are_sharded(toy_builder, toy_sample, toy_resources, tmp_p
     assert [r["item_id"] for r in loaded] == [f"i{n}" for n in range(6)]
 
 
-def test_empty_split_keeps_its_typed_columns(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records):
-    def one_pair_short(self, ctx):
-        output = make_toy_records(["alpha one", "beta two"])
+def test_empty_splits_are_listed_not_written(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records):
+    """load_dataset cannot load a split without rows, so the writer leaves it out and says so."""
+    def sparse(self, ctx):
+        output = make_toy_records(["alpha one", "beta two", "gamma three", "delta four"])
         output.configs["pairs"]["dev"] = []
+        output.configs["items"] = {"dev": [], "test": []}
         return output
 
-    monkeypatch.setattr(type(toy_builder), "build", one_pair_short)
+    monkeypatch.setattr(type(toy_builder), "build", sparse)
     folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
-    empty = load_dataset(str(folder), "pairs", split="dev")
-    assert empty.num_rows == 0
-    assert list(empty.features) == ["pair_id", "left", "right", "same"]
-    assert str(empty.features["same"].dtype) == "bool"
+    manifest = json.loads((folder / "histbench.json").read_text())
+    assert manifest["empty_splits"] == ["items/dev", "items/test", "pairs/dev"]
+    assert manifest["rows"] == {"pairs": {"test": 2}}
+    assert not (folder / "data" / "items").exists()
+    assert load_dataset(str(folder), "pairs", split="test").num_rows == 2
+    assert "config_name: items" not in (folder / "README.md").read_text()
+
+
+def test_all_configs_empty_is_an_error(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records):
+    def nothing(self, ctx):
+        return make_toy_records([])
+
+    monkeypatch.setattr(type(toy_builder), "build", nothing)
+    with pytest.raises(BuildError, match="every config is empty"):
+        _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+    assert not (tmp_path / "build" / "toy-1.0.0").exists()
