@@ -54,16 +54,26 @@ def pair_id_of(question_id: str, alpha3: str) -> str:
     return f"{question_id}__{alpha3}"
 
 
-def sampling_noise(g_old, values, rng: np.random.Generator, draws: int = NOISE_DRAWS,
-                   respondents: int = NOISE_RESPONDENTS) -> tuple[float, float]:
-    """(median, 95th percentile) of W between two multinomial samples from g_old (F.4)."""
+def noise_distances(g_old, values, rng: np.random.Generator, draws: int = NOISE_DRAWS,
+                    respondents: int = NOISE_RESPONDENTS) -> np.ndarray:
+    """W between the two samples of each of `draws` pairs of multinomial samples from g_old (F.4)."""
     p = np.asarray(g_old, dtype=float)
     p = p / p.sum()
     positions = option_positions(len(p), values)
     counts = rng.multinomial(respondents, p, size=(draws, 2))
     cdf = np.cumsum(counts, axis=2)[:, :, :-1]  # counts at or below each option (the last is always n)
-    distances = (np.abs(cdf[:, 0] - cdf[:, 1]) @ np.diff(positions)) / (respondents * (positions[-1] - positions[0]))
-    median, p95 = np.quantile(distances, [0.5, 0.95])
+    return (np.abs(cdf[:, 0] - cdf[:, 1]) @ np.diff(positions)) / (respondents * (positions[-1] - positions[0]))
+
+
+def noise_quantiles(distances: np.ndarray) -> np.ndarray:
+    """(median, 95th percentile) of each row of W's: shape (pairs, 2). One call for all pairs."""
+    return np.quantile(np.atleast_2d(distances), [0.5, 0.95], axis=1).T
+
+
+def sampling_noise(g_old, values, rng: np.random.Generator, draws: int = NOISE_DRAWS,
+                   respondents: int = NOISE_RESPONDENTS) -> tuple[float, float]:
+    """(median, 95th percentile) of W between two multinomial samples from g_old (F.4)."""
+    median, p95 = noise_quantiles(noise_distances(g_old, values, rng, draws, respondents))[0]
     return float(median), float(p95)
 
 
@@ -107,6 +117,7 @@ def build_records(
     order = {qid: i for i, qid in enumerate(questions)}
     keys = sorted(cells, key=lambda k: (0 if questions[k[0]].survey == "WVS" else 1, order[k[0]], k[1]))
     pairs, items, undated, mcq = [], [], [], []
+    noise: list[np.ndarray] = []  # F.4 distances per pair; quantiles are taken for all pairs at once
     no_pair = Counter()
     mcq_excluded = Counter()
     iterator = progress(keys, desc="temporal pairs", unit="pair") if progress else keys
@@ -128,7 +139,7 @@ def build_records(
         values = question.values
         labels = question.labels
         d_h = normalised_wasserstein(old.gold, new.gold, values)
-        noise_median, noise_p95 = sampling_noise(old.gold, values, pair_rng(seed, pid), draws=noise_draws)
+        noise.append(noise_distances(old.gold, values, pair_rng(seed, pid), draws=noise_draws))
         category = shift_category(d_h)
         available = sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0))
         common = {
@@ -147,7 +158,7 @@ def build_records(
             "d_h": d_h, "shift_category": category,
             "shift_category_tighter": shift_category(d_h, "tighter"),
             "shift_category_looser": shift_category(d_h, "looser"),
-            "noise_median": noise_median, "noise_p95": noise_p95, "above_noise_p95": bool(d_h > noise_p95),
+            "noise_median": None, "noise_p95": None, "above_noise_p95": None,  # filled after the loop
         })
         for period, cell in (("old", old), ("new", new)):
             items.append({
@@ -186,6 +197,10 @@ def build_records(
             "messages_old": templates.mcq(country.name, question.text, labels, old.year),
             "messages_new": templates.mcq(country.name, question.text, labels, new.year),
         })
+    if pairs:
+        for pair, (median, p95) in zip(pairs, noise_quantiles(np.vstack(noise)).tolist(), strict=True):
+            pair["noise_median"], pair["noise_p95"] = median, p95
+            pair["above_noise_p95"] = bool(pair["d_h"] > p95)
     stats = _statistics(pairs, mcq, no_pair, mcq_excluded)
     for pair in pairs:
         pair.pop("_mode_changed", None)

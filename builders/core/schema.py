@@ -85,17 +85,18 @@ def _feature(node: Mapping):
     return Value(node.get("x-dtype", _SCALARS[kind]))
 
 
-_PLAIN = frozenset({str, int, float, bool})
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def to_native(value: Any) -> Any:
     """Turn numpy scalars and arrays (and tuples) into plain Python values, recursively."""
-    if value is None or value.__class__ in _PLAIN:  # exact classes: numpy scalars subclass float/int
+    if value.__class__ in _PLAIN:  # exact classes: numpy scalars subclass float/int
         return value
+    # plain members are kept without a call: records are mostly plain already
     if isinstance(value, dict):
-        return {k: to_native(v) for k, v in value.items()}
+        return {k: v if v.__class__ in _PLAIN else to_native(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_native(v) for v in value]
+        return [v if v.__class__ in _PLAIN else to_native(v) for v in value]
     if isinstance(value, np.ndarray):
         return value.tolist()  # already plain Python values, nested lists for 2-D and more
     if isinstance(value, np.bool_):
