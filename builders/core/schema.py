@@ -241,11 +241,15 @@ def validate_records(
     split: str | None = None,
     total: int | None = None,
     allow_non_finite: bool = False,
+    make_native: bool = False,
 ) -> int:
     """Check every record; raise SchemaError listing the first 20 bad ones. Returns the count.
 
     Non-finite floats (NaN, inf) are rejected unless `allow_non_finite`: a benchmark that
     needs them says so, everyone else gets a clear error instead of a silent NaN.
+
+    make_native: `records` is a list whose members are replaced by `to_native(record)`
+    first, except those the fast path accepts (they hold only plain Python values already).
     """
     validator = Draft202012Validator(schema)
     fast = compile_check(schema, finite=not allow_non_finite)  # accepts valid records quickly; jsonschema judges the rest
@@ -255,7 +259,10 @@ def validate_records(
     count = 0
     for index, record in enumerate(progress(records, desc=f"schema {label}", total=total, unit="rec")):
         count += 1
-        accepted = fast is not None and isinstance(record, dict) and fast(record)
+        accepted = fast is not None and record.__class__ is dict and fast(record)
+        if make_native and not accepted:
+            record = records[index] = to_native(record)
+            accepted = fast is not None and record.__class__ is dict and fast(record)
         errors = [] if accepted else sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
         message = None
         if errors:

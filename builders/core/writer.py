@@ -181,11 +181,11 @@ def write_build(
         schemas[config] = resources.schema(benchmark, config)
         check_schema_conventions(schemas[config], str(schema_file))
         features[config] = schema_to_features(schemas[config])
-        for split, records in splits.items():
-            records[:] = [to_native(r) for r in records]
+        for split in list(splits):
+            records = splits[split] = list(splits[split])
             validate_records(
                 records, schemas[config], config=config, split=split, total=len(records),
-                allow_non_finite=config in output.allow_non_finite,
+                allow_non_finite=config in output.allow_non_finite, make_native=True,
             )
 
     # `datasets.load_dataset` cannot load a split with no rows, so empty splits (and configs

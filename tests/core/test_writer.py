@@ -199,3 +199,21 @@ def test_all_configs_empty_is_an_error(toy_builder, toy_sample, toy_resources, t
     with pytest.raises(BuildError, match="every config is empty"):
         _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
     assert not (tmp_path / "build" / "toy-1.0.0").exists()
+
+
+def test_numpy_values_are_written_as_plain_values(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch, make_toy_records):
+    import numpy as np
+
+    def with_numpy(self, ctx):
+        output = make_toy_records(["alpha one", "beta two", "gamma three", "delta four"])
+        record = output.configs["items"]["dev"][0]
+        record.update(year=np.int64(1901), score=np.float32(0.5), options=np.array(["a", "b"]),
+                      gold={"index": np.int32(1), "weight": np.float64(0.25)})
+        output.configs["pairs"]["test"] = tuple(output.configs["pairs"]["test"])
+        return output
+
+    monkeypatch.setattr(type(toy_builder), "build", with_numpy)
+    folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+    row = load_dataset(str(folder), "items", split="dev")[0]
+    assert row == {"item_id": "i0", "year": 1901, "score": 0.5, "options": ["a", "b"], "gold": {"index": 1, "weight": 0.25}}
+    assert load_dataset(str(folder), "pairs", split="test").num_rows == 2
