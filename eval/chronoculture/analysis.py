@@ -143,15 +143,10 @@ class CellBatch:
 def resample_counts(n: int, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
     """(resamples, n) int32: how often each item is drawn in each bootstrap resample.
 
-    The draws are `histbench.eval.stats.bootstrap_indices` (n items with replacement per
-    resample), tallied per resample with bincount, which is much faster than multinomial
-    draws over thousands of items. Cached (a model and its references share them); the
-    array is read-only.
+    `histbench.eval.stats.bootstrap_counts`, cached (a model and its references share
+    them); the array is read-only.
     """
-    index = stats.bootstrap_indices(n, resamples, seed)
-    counts = np.empty((resamples, n), dtype=np.int32)
-    for row, drawn in enumerate(index):
-        counts[row] = np.bincount(drawn, minlength=n)
+    counts = stats.bootstrap_counts(n, resamples, seed)
     counts.flags.writeable = False
     return counts
 

@@ -12,7 +12,7 @@ Encodings: gold 0 = same, 1 = different (binary core); action 0 = same, 1 = diff
 - Wilson 95% intervals (statsmodels), exact two-sided McNemar (scipy binomial test) with
   Bonferroni adjustment over models.
 - paired item bootstrap: all accuracies and differences share one resample matrix (index
-  resamples from histbench.eval.stats.bootstrap_indices, turned into per-item draw counts),
+  resamples tallied into per-item draw counts by histbench.eval.stats.bootstrap_counts),
   so 200,000 resamples are one matrix product.
 - entity-cluster bootstrap: canonical persons are resampled with replacement; an item's
   weight in a resample is the mean draw count of its (distinct) persons (a different pair
@@ -120,13 +120,6 @@ def bonferroni(p_values: Sequence[float], m: int | None = None) -> list[float]:
     return [min(1.0, p * m) for p in p_values]
 
 
-def resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n) draw counts from index resampling (stats.bootstrap_indices)."""
-    index = stats.bootstrap_indices(n, n_resamples, seed).astype(np.int64)
-    index += (np.arange(n_resamples, dtype=np.int64) * n)[:, None]
-    return np.bincount(index.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
-
-
 def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]], n_resamples: int = DEFAULT_BOOTSTRAP,
                      seed: int = 0, level: float = stats.DEFAULT_LEVEL, counts: np.ndarray | None = None) -> dict:
     """Item bootstrap of accuracies and paired differences.
@@ -139,7 +132,7 @@ def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]]
     correct = np.asarray(correct, dtype=np.float64)
     n, k = correct.shape
     if counts is None:
-        counts = resample_counts(n, n_resamples, seed)
+        counts = stats.bootstrap_counts(n, n_resamples, seed)
     # float32 is exact here: counts and 0/1 (or thirds-rounded) values sum to at most a few hundred
     means = (counts.astype(np.float32) @ correct.astype(np.float32)).astype(np.float64) / n
     low, high = stats.percentile_interval(means, level)
@@ -191,7 +184,7 @@ def cluster_bootstrap(values, entities: Sequence[Sequence[str]], n_resamples: in
     samples = []
     for number, start in enumerate(range(0, n_resamples, chunk)):
         size = min(chunk, n_resamples - start)
-        weights = resample_counts(e, size, seed + number).astype(np.float64) @ incidence
+        weights = stats.bootstrap_counts(e, size, seed + number).astype(np.float64) @ incidence
         total = weights.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             samples.append((weights @ values) / total)
