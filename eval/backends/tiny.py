@@ -1,8 +1,9 @@
 """Tiny, randomly initialised models built from a config, for tests of the plumbing.
 
-No Hub access is needed: a byte-level BPE (causal) or WordPiece (masked) tokenizer is
-trained with `tokenizers` on a few lines, a small llama-style causal LM or BERT masked LM
-is built from its config with a fixed seed, and both are saved with `save_pretrained`.
+No Hub access is needed: a byte-level BPE tokenizer (causal) is trained with `tokenizers`
+on a few lines, a WordPiece vocabulary (masked) is written out from the same lines, a
+small llama-style causal LM or BERT masked LM is built from its config with a fixed seed,
+and both are saved with `save_pretrained`.
 The predictions mean nothing; the shapes, tokenisation, padding, caching, chat template
 and masking behave like those of a real model of the same family.
 """
@@ -73,20 +74,30 @@ def build_tiny_causal_lm(path: str | Path, *, seed: int = 0, vocab_size: int = 3
     return path
 
 
-def build_tiny_masked_lm(path: str | Path, *, seed: int = 0, vocab_size: int = 300) -> Path:
-    """A 2-layer BERT masked LM with a WordPiece vocabulary ([CLS] ... [SEP], [MASK])."""
+def build_tiny_masked_lm(path: str | Path, *, seed: int = 0) -> Path:
+    """A 2-layer BERT masked LM with a WordPiece vocabulary ([CLS] ... [SEP], [MASK]).
+
+    The vocabulary is written out rather than trained: the specials, every whole word and
+    character of the training lines, and every character as a `##` continuation, sorted.
+    (The `tokenizers` WordPiece trainer breaks ties in a different order in each process,
+    so a trained vocabulary, and with it the seeded weights, would differ between runs.)
+    """
     import torch
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
     path = Path(path)
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    words = {word for line in TRAINING_LINES
+             for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line))}
+    characters = {c for word in words for c in word}
+    vocabulary = [*specials, *sorted(words | characters), *sorted("##" + c for c in characters)]
+    tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(vocabulary)}, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
-    tok.train_from_iterator(TRAINING_LINES * 3, trainer=trainer)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]

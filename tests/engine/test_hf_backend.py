@@ -183,3 +183,17 @@ def test_bad_options_are_errors(tiny_causal_lm):
         load_backend(f"hf:{tiny_causal_lm}", {"dtype": "float8"})
     with pytest.raises(EvalError, match="cannot load the model's config"):
         load_backend("hf:/no/such/model/folder")
+
+
+def test_tiny_masked_lm_is_the_same_in_every_process(tmp_path):
+    """The same seed gives byte-identical tokenizer and weights, also in another process."""
+    import subprocess
+    import sys
+
+    from histbench.eval.backends.tiny import build_tiny_masked_lm
+
+    here = build_tiny_masked_lm(tmp_path / "here")
+    code = f"from histbench.eval.backends.tiny import build_tiny_masked_lm; build_tiny_masked_lm({str(tmp_path / 'there')!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    for name in ("tokenizer.json", "model.safetensors"):
+        assert (here / name).read_bytes() == (tmp_path / "there" / name).read_bytes(), name
