@@ -88,16 +88,18 @@ def _run_demo(args) -> None:
     print(index)
 
 
-def _evaluator_parsers(subparsers, evaluators) -> None:
+def _evaluator_parsers(subparsers, evaluators, builders) -> None:
     eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
     per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
     per_report = report_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     for name, evaluator in evaluators.items():
-        parser = per_eval.add_parser(name, help=f"evaluate on {name}")
+        title = builders[name].title
+        parser = per_eval.add_parser(name, help=f"score models on {title}", description=f"Score models on {title}.")
         evaluator.add_eval_arguments(parser)
         parser.set_defaults(func=lambda a, e=evaluator: e.run_eval(a))
-        parser = per_report.add_parser(name, help=f"report {name} runs")
+        parser = per_report.add_parser(name, help=f"tables and figures from {name} runs",
+                                       description=f"Tables and figures from runs of `histbench eval {name}`.")
         evaluator.add_report_arguments(parser)
         parser.set_defaults(func=lambda a, e=evaluator: e.run_report(a))
     for evaluator in evaluators.values():
@@ -157,7 +159,7 @@ def make_parser() -> argparse.ArgumentParser:
     push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; upload nothing")
     push.set_defaults(func=_run_push)
 
-    _evaluator_parsers(subparsers, evaluators)
+    _evaluator_parsers(subparsers, evaluators, builders)
 
     demo = subparsers.add_parser(
         "demo", help="build every benchmark from its bundled sample, check it, run baselines, write build/report/"
