@@ -46,6 +46,7 @@ from typing import Any
 
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.progress import progress
+from histbench.builders.core.readers import read_json_object
 
 from .backends.base import Backend, Request, RequestFailed, Result, request_from_dict, result_from_dict
 
@@ -180,10 +181,7 @@ class RunStore:
             )
 
     def _read_run_json(self) -> dict:
-        try:
-            return json.loads(self.run_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise EvalError(f"unreadable run.json: {exc}", file=self.run_path) from exc
+        return read_json_object(self.run_path, error=EvalError)
 
     def _load(self) -> None:
         if not self.records_path.exists():

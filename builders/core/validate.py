@@ -7,12 +7,12 @@ every mismatch instead of stopping at the first.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .dataset import resolve_dataset_path
 from .errors import HistbenchError, SchemaError, ValidationError
 from .progress import log
+from .readers import read_json_object
 from .resources import Resources
 from .schema import validate_records
 from .writer import MANIFEST_NAME, sha256_path
@@ -27,10 +27,7 @@ def validate_build(path_or_id: str | Path, resources: Resources | None = None, r
     manifest_path = folder / MANIFEST_NAME
     if not manifest_path.is_file():
         raise ValidationError(f"not a histbench build: {MANIFEST_NAME} is missing", file=folder)
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"unreadable manifest: {exc}", file=manifest_path) from exc
+    manifest = read_json_object(manifest_path, error=ValidationError)
 
     problems: list[str] = []
     benchmark = manifest.get("benchmark", "?")

@@ -13,13 +13,13 @@ padded to the longest scale (see `metrics`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
 
 from . import metrics as m
 
@@ -291,19 +291,8 @@ def read_run(run_dir: Path) -> tuple[dict, list[dict]]:
     if not info_path.is_file():
         raise EvalError(f"not a ChronoCulture run folder ({RUN_INFO_NAME} is missing; run `histbench eval chronoculture` first)",
                         file=run_dir)
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise EvalError(f"unreadable run summary: {exc}", file=info_path) from exc
-    path = run_dir / PREDICTIONS_NAME
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as exc:
-                    raise EvalError(f"not a JSON line ({exc})", file=path, row=number) from exc
+    info = read_json_object(info_path, error=EvalError)
+    rows = [row for _, row in iter_jsonl_objects(run_dir / PREDICTIONS_NAME, error=EvalError)]
     return info, rows
 
 

@@ -26,7 +26,6 @@ dataset, with another partial judge or with another partial prompt.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.progress import log
+from histbench.builders.core.readers import read_json_object
 
 from . import bradley_terry as bt
 from . import calibration as cal
@@ -267,10 +267,7 @@ def load_anchors(path: str | os.PathLike, built=None) -> Anchors:
     file = path / ANCHORS_NAME if path.is_dir() else path
     if not file.is_file():
         raise EvalError(f"no {ANCHORS_NAME}: build anchors with `histbench eval chronologic --mode anchors --out {path}`", file=path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise EvalError(f"unreadable anchors file: {exc}", file=file) from exc
+    data = read_json_object(file, error=EvalError)
     if data.get("kind") != "chronologic-anchors":
         raise EvalError("not a chronologic anchors file", file=file)
     if built is not None:

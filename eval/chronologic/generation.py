@@ -40,6 +40,7 @@ from string import Template
 from typing import Any
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import read_json_object
 
 PROMPTS_FILE = Path(__file__).with_name("generation_prompts.yaml")
 RESULTS_NAME = "results.json"
@@ -247,10 +248,7 @@ def read_generation(run_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise EvalError(f"no {RESULTS_NAME} here: run `histbench eval chronologic --mode generate --out {run_dir}` first",
                         file=run_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise EvalError(f"unreadable {RESULTS_NAME}: {exc}", file=path) from exc
+    data = read_json_object(path, error=EvalError)
     if data.get("mode") != MODE:
         raise EvalError(f"this folder holds a {data.get('mode')!r} run, not a free-generation run (--mode generate)", file=path)
     return data

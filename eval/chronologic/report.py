@@ -7,11 +7,11 @@ models sorted by Brier score (lower is better), accuracy per group, with 95% int
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS, REASONING_TYPES, TYPE_LABELS
 from histbench.builders.core.errors import EvalError, UsageError
+from histbench.builders.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
 RESULTS_NAME = "results.json"
@@ -22,10 +22,7 @@ def load_results(run_dir: Path) -> dict:
     if not path.is_file():
         raise EvalError(f"no {RESULTS_NAME} here (is the run finished? rerun its eval command to complete it)",
                         file=run_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise EvalError(f"results file is not valid JSON: {exc}", file=path) from exc
+    data = read_json_object(path, error=EvalError)
     if data.get("benchmark") != "chronologic":
         raise EvalError(f"not a chronologic result (benchmark {data.get('benchmark')!r})", file=path)
     return data

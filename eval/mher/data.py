@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import iter_jsonl_objects
+from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
 
 from .metrics import ACTION_CODES, LABEL_CODES
 from .protocol import ACTIONS, CONDITIONS
@@ -145,10 +145,7 @@ def read_run(run_dir: Path) -> Run:
     if not info_path.is_file() or not pred_path.is_file():
         raise EvalError(f"not an MHER run folder (needs {RUN_FILE} and {PREDICTIONS_FILE}; "
                         "run `histbench eval mher` first)", file=run_dir)
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise EvalError(f"unreadable {RUN_FILE}: {exc}", file=info_path) from exc
+    info = read_json_object(info_path, error=EvalError)
     predictions = [
         Prediction.from_json(data, f"{pred_path}:{number}")
         for number, data in iter_jsonl_objects(pred_path, error=EvalError)

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import read_json_object
 from histbench.builders.core.resources import Resources
 from histbench.builders.core.schema import schema_to_features, to_native, validate_records
 
@@ -91,10 +92,7 @@ class RunFolder:
                 f"not a valence run folder ({RUN_MANIFEST} is missing); create one with "
                 "`histbench eval valence --model ... --out RUN`", file=path,
             )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise EvalError(f"unreadable {RUN_MANIFEST}: {exc}", file=manifest_path) from exc
+        manifest = read_json_object(manifest_path, error=EvalError)
         if manifest.get("benchmark") != "valence":
             raise EvalError(f"{RUN_MANIFEST} is not a valence run", file=manifest_path)
         return cls(path, manifest)

@@ -18,21 +18,8 @@ from histbench.eval.chronoculture.data import Predictions, load_predictions
 
 
 def main(argv: list[str]) -> int:
-    """`histbench ARGV` with only this evaluator wired in (the same wiring and error handling as
-    the real CLI, without discovering every other benchmark of the working tree)."""
-    from histbench.builders.core.errors import HistbenchError
-    from histbench.eval.chronoculture import EVALUATOR
-
-    parser = cli._Parser(prog="histbench")
-    subparsers = parser.add_subparsers(dest="command", parser_class=cli._Parser, required=True)
-    cli._evaluator_parsers(subparsers, {"chronoculture": EVALUATOR})
-    try:
-        args = parser.parse_args(argv)
-        args.func(args)
-    except HistbenchError as error:
-        cli._print_error(error)
-        return cli.EXIT_ERROR
-    return 0
+    """`histbench ARGV` through the real CLI (exit status 2 and one line on errors)."""
+    return cli.main(argv)
 
 
 REF = re.compile(r"\[ref (\S+) (\S+)\]")

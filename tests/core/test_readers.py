@@ -23,3 +23,24 @@ def test_errors_name_file_and_line(tmp_path):
     path.write_text('[1, 2]\n', encoding="utf-8")
     with pytest.raises(EvalError, match="row 1: each line must hold one JSON object, got list"):
         list(iter_jsonl_objects(path, error=EvalError))
+
+
+def test_json_object_files(tmp_path):
+    from histbench.builders.core.readers import read_json_object
+
+    path = tmp_path / "run.json"
+    path.write_text('{"mode": "likelihood"}', encoding="utf-8")
+    assert read_json_object(path) == {"mode": "likelihood"}
+    path.write_text('{"mode": ', encoding="utf-8")
+    with pytest.raises(EvalError, match=r"run.json: not valid JSON \(Expecting value at line 1, column 10\)"):
+        read_json_object(path, error=EvalError)
+    path.write_text("[1]", encoding="utf-8")
+    with pytest.raises(SourceError, match="expected a JSON object, got list"):
+        read_json_object(path)
+    path.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(SourceError, match="not UTF-8 text"):
+        read_json_object(path)
+    with pytest.raises(SourceError, match="cannot read the file"):
+        read_json_object(tmp_path / "absent.json")
+    with pytest.raises(SourceError, match="cannot read the file"):
+        list(iter_jsonl_objects(tmp_path / "absent.jsonl"))

@@ -19,7 +19,6 @@ reads texts as they are.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import read_json_object
 
 META_NAME = "histbench_style.json"
 DATE = "date"
@@ -111,10 +111,7 @@ def read_meta(path: Path) -> dict:
     if not file.is_file():
         raise EvalError(f"not a histbench style judge (no {META_NAME}); train one with "
                         "`python -m histbench.eval.chronologic.style.train`", file=path)
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise EvalError(f"unreadable {META_NAME}: {exc}", file=file) from exc
+    return read_json_object(file, error=EvalError)
 
 
 def load_judge(path: str | Path, kind: str, device: str | None = None) -> StyleJudge:
