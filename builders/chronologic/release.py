@@ -299,7 +299,7 @@ def normalise(row: int, raw: dict) -> tuple[ReleaseQuestion | None, list[Problem
 
 
 def check_question(question: ReleaseQuestion) -> list[Problem]:
-    """The release's per-question invariants (issue 10; paper sections 4 and 4.3)."""
+    """The release's per-question invariants (paper sections 4 and 4.3)."""
     problems: list[Problem] = []
 
     def bad(field_name: str | None, message: str) -> None:
