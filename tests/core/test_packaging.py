@@ -79,6 +79,8 @@ print(json.dumps({
     "schemas": schemas,
     "cards": sorted(p.name for p in r.cards.glob('*.md')),
     "manifests": sorted(p.parent.name for p in r.sources.glob('*/manifest.yaml')),
+    "source_files": sorted(p.relative_to(r.sources).as_posix() for p in r.sources.rglob('*')
+                           if p.is_file() and '__pycache__' not in p.parts and p.name != '__init__.py'),
     "bare_eval": importlib.util.find_spec('builders') is not None,
 }))
 """
@@ -89,6 +91,11 @@ def _repo_data():
         "schemas": sorted(p.name for p in (REPO / "schemas").glob("*.schema.json")),
         "cards": sorted(p.name for p in (REPO / "cards").glob("*.md")),
         "manifests": sorted(p.parent.name for p in (REPO / "sources").glob("*/manifest.yaml")),
+        "source_files": sorted(
+            path[len("sources/"):] for path in subprocess.run(
+                ["git", "ls-files", "-z", "sources"], cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout.split("\0") if path and not path.endswith("__init__.py")
+        ),
     }
 
 
