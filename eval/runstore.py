@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from histbench.builders.core.atomic import write_text_atomic
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.progress import progress
 from histbench.builders.core.readers import read_json_object
@@ -252,14 +252,7 @@ class RunStore:
             info["ended"] = update_last.get("ended", now)
         info.setdefault("ended", None)
         text = json.dumps(info, indent=2, ensure_ascii=False, default=_json_default) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".run.json.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.run_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text_atomic(self.run_path, text)
 
     # -- locking ---------------------------------------------------------------------------
 

@@ -77,7 +77,6 @@ def smollm2_path() -> Path:
 
 
 def _convert(gguf_file: Path, target: Path) -> None:
-    import shutil
 
     import torch
     import transformers
@@ -99,9 +98,9 @@ def _convert(gguf_file: Path, target: Path) -> None:
     model.generation_config = loaded.generation_config
     model.eval()
     del loaded
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+    from histbench.builders.core.atomic import atomic_directory
+
+    with atomic_directory(target) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / MARKER).write_text(
@@ -117,12 +116,6 @@ def _convert(gguf_file: Path, target: Path) -> None:
             )
             + "\n"
         )
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 class _file_lock:

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from histbench.builders.core.atomic import write_text_atomic
 from histbench.builders.core.errors import EvalError, UsageError
 from histbench.builders.core.progress import log
 
@@ -72,22 +71,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                           help="sampling seed passed to the backend (a repeated run with another seed asks again)")
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_run(out: Path, rows: list[dict], info: dict) -> None:
     """predictions.jsonl and chronoculture.json, each replaced atomically."""
     out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out / PREDICTIONS_NAME, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    _atomic_write(out / RUN_INFO_NAME, json.dumps(info, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_text_atomic(out / PREDICTIONS_NAME, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_text_atomic(out / RUN_INFO_NAME, json.dumps(info, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def rows_from_predictions(bench: Benchmark, preds: Predictions, pairs: np.ndarray | None = None) -> list[dict]:

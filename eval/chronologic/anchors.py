@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from histbench.builders.core.atomic import atomic_path
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.progress import log
 from histbench.builders.core.readers import read_json_object
@@ -230,13 +231,11 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns or ["empty"])
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()})
-    os.replace(tmp, path)
 
 
 @dataclass

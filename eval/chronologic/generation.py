@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -228,19 +227,10 @@ def clean_answer(text: str | None) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    from histbench.builders.core.atomic import write_text_atomic
     from histbench.builders.core.schema import to_native
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(to_native(data), handle, indent=2, ensure_ascii=False, allow_nan=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(to_native(data), indent=2, ensure_ascii=False, allow_nan=True) + "\n")
 
 
 def read_generation(run_dir: str | os.PathLike) -> dict:

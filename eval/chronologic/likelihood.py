@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 from pathlib import Path
 
+from histbench.builders.core.atomic import atomic_path, write_text_atomic
 from histbench.builders.core.errors import EvalError, UsageError
 from histbench.builders.core.progress import log
 
@@ -101,9 +101,7 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
 
 
 def _write_json_atomic(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def table3_row(metrics: dict) -> dict:
@@ -181,12 +179,11 @@ def evaluate(
         "metrics": metrics,
         "table3": table3_row(metrics),
     }
-    with (run_dir / f".{LEDGER_NAME}.tmp").open("w", encoding="utf-8") as handle:
+    with atomic_path(run_dir / LEDGER_NAME) as tmp, tmp.open("w", encoding="utf-8") as handle:
         for question, score in zip(scored_questions, scores, strict=True):
             line = score.to_json()
             line["frame_donor"] = question["frame_donor"]
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    os.replace(run_dir / f".{LEDGER_NAME}.tmp", run_dir / LEDGER_NAME)
     _write_json_atomic(run_dir / RESULTS_NAME, results)
     return results
 

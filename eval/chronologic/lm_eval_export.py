@@ -20,12 +20,10 @@ per-token log-likelihood) and the Brier score stay with `histbench eval chronolo
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
 from pathlib import Path
 from string import Template
 
+from histbench.builders.core.atomic import atomic_directory
 from histbench.builders.core.errors import EvalError, UsageError
 from histbench.builders.core.progress import log
 
@@ -136,10 +134,7 @@ def export(dataset: str, out: Path | None = None, *, revision: str | None = None
         "data_sha256": built.manifest.get("data_sha256"),
         "prompt_template_sha256": template.sha256,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    with atomic_directory(out) as tmp:
         (tmp / "chronologic_en.yaml").write_text(
             _yaml_text(task, dataset_path, None if local else revision, delimiter, meta), encoding="utf-8")
         (tmp / "utils.py").write_text(Template(_UTILS).substitute(
@@ -147,12 +142,6 @@ def export(dataset: str, out: Path | None = None, *, revision: str | None = None
         (tmp / "README.md").write_text(Template(_README).substitute(
             task=task, dataset=dataset_path, version=built.version, data_sha=str(meta["data_sha256"])[:16],
             sha256=template.sha256, folder=str(out)), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

@@ -22,11 +22,10 @@ sentences, predictions, annotations) with the project's dataset writer, ready fo
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
+from histbench.builders.core.atomic import atomic_path, write_text_atomic
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.readers import read_json_object
 from histbench.builders.core.resources import Resources
@@ -40,18 +39,6 @@ def slugify(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "model"
 
 
-def _atomic_write_bytes(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_table(path: Path, records: list[dict], config: str, resources: Resources | None = None) -> None:
     """Check records against schemas/valence.<config>.schema.json and write them as parquet."""
     import pyarrow as pa
@@ -63,7 +50,8 @@ def write_table(path: Path, records: list[dict], config: str, resources: Resourc
     validate_records(records, schema, config=config)
     features = schema_to_features(schema)
     table = pa.Table.from_pylist(records, schema=features.arrow_schema)
-    _atomic_write_bytes(Path(path), lambda tmp: pq.write_table(table, tmp))
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 def read_table(path: Path) -> list[dict]:
@@ -136,7 +124,7 @@ class RunFolder:
 
     def save(self) -> None:
         text = json.dumps(to_native(self.manifest), indent=2, ensure_ascii=False) + "\n"
-        _atomic_write_bytes(self.path / RUN_MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        write_text_atomic(self.path / RUN_MANIFEST, text)
 
     @property
     def models(self) -> list[dict]:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from histbench.builders.core.atomic import atomic_path
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.progress import log
 
@@ -73,10 +73,8 @@ def score_reference(reference_path, judges: dict, cache_dir: Path | None, batch_
         log(f"style: authenticity of {len(texts)} reference passages (cached afterwards)")
         scored["p_authentic"] = judges[AUTHENTICITY].predict(texts, batch_size)
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.tmp")
-        scored.to_parquet(tmp, index=False)
-        os.replace(tmp, cache)
+        with atomic_path(cache) as tmp:
+            scored.to_parquet(tmp, index=False)
     return scored, corpus, key_parts
 
 
