@@ -65,13 +65,7 @@ def _values_from_object(obj: dict, options: list[str]) -> tuple[list | None, str
         if label in by_label:
             return None, f"option {key!r} is given twice"
         by_label[label] = value
-    values = []
-    for option in options:
-        label = normalise_label(option)
-        if label not in by_label:
-            return None, f"option {option!r} is missing"
-        values.append(by_label[label])
-    return values, None
+    return _in_option_order(by_label, options)
 
 
 def _regex_values(text: str, options: list[str]) -> tuple[list | None, str | None]:
@@ -86,12 +80,17 @@ def _regex_values(text: str, options: list[str]) -> tuple[list | None, str | Non
     for match in pattern.finditer(text):
         label = normalise_label(match.group(1))
         found.setdefault(label, match.group(2).replace("\u2212", "-").replace(",", "."))
+    return _in_option_order(found, options)
+
+
+def _in_option_order(by_label: dict, options: list[str]) -> tuple[list | None, str | None]:
+    """The values found per normalised label, in the options' order; the first missing option is the error."""
     values = []
     for option in options:
         label = normalise_label(option)
-        if label not in found:
+        if label not in by_label:
             return None, f"option {option!r} is missing"
-        values.append(found[label])
+        values.append(by_label[label])
     return values, None
 
 
