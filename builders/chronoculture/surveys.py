@@ -137,6 +137,20 @@ def _group_index(alpha: np.ndarray, period: np.ndarray, keep: np.ndarray, weight
     return GroupIndex(group, keys, np.asarray(weight, dtype=np.float64), weight_ok), group
 
 
+def _present_questions(meta: FileMeta, entries, report: FileReport) -> list:
+    """The (question, source) entries whose variable is in the file, with their value labels
+    checked; the variables of the others go to `report.missing_questions`."""
+    present = []
+    for question, source in entries:
+        variable = question.variable if source is None else source.variable
+        if not meta.has(variable):
+            report.missing_questions.append(variable)
+            continue
+        check_value_labels(meta, question, source, variable)
+        present.append((question, source))
+    return present
+
+
 def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
     settings = registry.wvs
     if settings is None or not registry.wvs_questions:
@@ -149,13 +163,7 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
         meta.require([v.get("country") or "S003"], f"country: {v.get('country')} (ISO numeric) or {v.get('country_alpha')}")
     meta.require([v["wave"], v["year"], v["weight"]], "WVS wave, survey year and weight")
 
-    questions = []
-    for question in registry.wvs_questions:
-        if not meta.has(question.variable):
-            report.missing_questions.append(question.variable)
-            continue
-        check_value_labels(meta, question, None, question.variable)
-        questions.append((question, None))
+    questions = _present_questions(meta, [(question, None) for question in registry.wvs_questions], report)
     if report.missing_questions and not allow_missing_questions:
         raise SourceError(
             f"{len(report.missing_questions)} registry variable(s) are not in this file: "
@@ -264,13 +272,7 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     if study.year.variable:
         required.append(study.year.variable)
     meta.require(required, f"country/weight/year variables of registry study {study.id}")
-    questions = []
-    for question, source in entries:
-        if not meta.has(source.variable):
-            report.missing_questions.append(source.variable)
-            continue
-        check_value_labels(meta, question, source, source.variable)
-        questions.append((question, source))
+    questions = _present_questions(meta, entries, report)
     if report.missing_questions and not allow_missing_questions:
         raise SourceError(
             f"registry variable(s) of study {study.id} are not in this file: {', '.join(report.missing_questions)}; "
