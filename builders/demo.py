@@ -33,12 +33,13 @@ def check_reload(folder: Path) -> dict[str, dict[str, int]]:
     """Load every config with datasets.load_dataset and compare with the written parquet."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from datasets import load_dataset
+
+    from histbench.builders.core.dataset import load_build_config
 
     manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
     loaded_counts: dict[str, dict[str, int]] = {}
     for config, splits in manifest["rows"].items():
-        loaded = load_dataset(str(folder), config)
+        loaded = load_build_config(folder, config, data_sha256=manifest["data_sha256"])
         if set(loaded) != set(splits):
             raise BuildError(f"load_dataset gave splits {sorted(loaded)} for config {config!r}, expected {sorted(splits)}", file=folder)
         loaded_counts[config] = {}
@@ -52,8 +53,7 @@ def check_reload(folder: Path) -> dict[str, dict[str, int]]:
 
 
 def _build_section(builder, folder: Path) -> tuple[str, dict]:
-    from datasets import load_dataset
-
+    from histbench.builders.core.dataset import load_build_config
     from histbench.eval.report import markdown_table
 
     manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
@@ -63,7 +63,7 @@ def _build_section(builder, folder: Path) -> tuple[str, dict]:
     ]
     first_config = next(iter(manifest["rows"]))
     first_split = next(iter(manifest["rows"][first_config]))
-    sample = load_dataset(str(folder), first_config, split=first_split)
+    sample = load_build_config(folder, first_config, first_split, manifest["data_sha256"])
     lines = [
         f"Built from the bundled sample sources into `{folder}` "
         f"(data sha256 `{manifest['data_sha256'][:16]}`); validated, and every config loaded back "

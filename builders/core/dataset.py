@@ -16,6 +16,32 @@ from .errors import EvalError
 from .writer import MANIFEST_NAME
 
 
+def load_build_config(folder: str | Path, config: str, split: str | None = None, data_sha256: str | None = None):
+    """`datasets.load_dataset(folder, config, split=split)` with a cache of this build's own.
+
+    datasets (5.x) keys its cache of a local folder by the folder's name and the config
+    only: a rebuilt `build/<benchmark>-<version>`, or another folder of the same name, would
+    be served the first one's cached rows. Keying the cache by the build's data_sha256
+    (from histbench.json) and its card (which maps configs to files) gives every distinct
+    build its own cache.
+    """
+    import hashlib
+
+    import datasets
+    from datasets import load_dataset
+
+    from .progress import quiet_datasets
+
+    folder = Path(folder)
+    if data_sha256 is None:
+        data_sha256 = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8")).get("data_sha256") or ""
+    card = folder / "README.md"
+    key = hashlib.sha256(data_sha256.encode() + b"\n" + (card.read_bytes() if card.is_file() else b"")).hexdigest()
+    quiet_datasets()
+    cache_dir = Path(datasets.config.HF_DATASETS_CACHE) / "histbench-builds" / key[:32]
+    return load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir))
+
+
 def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None) -> Path:
     """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub."""
     path = Path(path_or_id).expanduser()
@@ -75,16 +101,12 @@ class BuiltDataset:
         }
 
     def load(self, config: str, split: str | None = None):
-        """`datasets.load_dataset(folder, config)` (a DatasetDict, or one split)."""
-        from datasets import load_dataset
-
-        from .progress import quiet_datasets
-
-        quiet_datasets()
+        """`datasets.load_dataset(folder, config)` (a DatasetDict, or one split); see
+        `load_build_config` for its cache."""
         if config not in self.manifest["rows"]:
             raise EvalError(
                 f"config {config!r} is not in this build (has: {', '.join(self.configs)})", file=self.path
             )
         if split is not None and split not in self.manifest["rows"][config]:
             raise EvalError(f"config {config!r} has no split {split!r}", file=self.path)
-        return load_dataset(str(self.path), config, split=split)
+        return load_build_config(self.path, config, split, self.manifest.get("data_sha256"))

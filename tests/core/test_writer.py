@@ -217,3 +217,31 @@ def test_numpy_values_are_written_as_plain_values(toy_builder, toy_sample, toy_r
     row = load_dataset(str(folder), "items", split="dev")[0]
     assert row == {"item_id": "i0", "year": 1901, "score": 0.5, "options": ["a", "b"], "gold": {"index": 1, "weight": 0.25}}
     assert load_dataset(str(folder), "pairs", split="test").num_rows == 2
+
+
+def test_a_second_folder_of_the_same_name_loads_its_own_rows(toy_builder, toy_sample, toy_resources, tmp_path):
+    """datasets (5.x) caches a local folder by its name: two builds named toy-1.0.0 whose cards
+    are identical (same sizes) would share one cache. histbench's loader keeps them apart."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from histbench.builders.core.dataset import BuiltDataset
+
+    first = _build(toy_builder, toy_sample, toy_resources, tmp_path / "a")
+    original = BuiltDataset.open(first).load("pairs", "test")["left"]
+    second = tmp_path / "b" / first.name
+    shutil.copytree(first, second)
+    shard = second / "data" / "pairs" / "test-00000-of-00001.parquet"
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    rows[0]["left"] = rows[0]["left"].replace("a", "o")  # same length: the card stays identical
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
+    manifest = json.loads((second / "histbench.json").read_text())
+    manifest["data_sha256"] = "0" * 64  # what a real rebuild with other rows records
+    (second / "histbench.json").write_text(json.dumps(manifest))
+
+    assert (first / "README.md").read_bytes() == (second / "README.md").read_bytes()
+    assert BuiltDataset.open(second).load("pairs", "test")["left"] == [rows[0]["left"], *original[1:]]
+    assert BuiltDataset.open(first).load("pairs", "test")["left"] == original
