@@ -30,8 +30,8 @@ def test_every_python_package_is_listed_in_pyproject():
 
 
 def test_top_level_layout_is_fixed():
-    allowed = {"builders", "eval", "schemas", "cards", "sources", "tests", "bench", "pyproject.toml",
-               "Makefile", "README.md", ".ci", ".gitignore", ".git"}
+    allowed = {"builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
+               "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
     assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"
