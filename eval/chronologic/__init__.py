@@ -32,7 +32,7 @@ from histbench.eval.plugin import BenchmarkEvaluator
 DEFAULT_DATASET = "build/chronologic-1.0.0"
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
-MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes")
+MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes", "analyses")
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,8 @@ class ChronologicEvaluator(BenchmarkEvaluator):
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
+        parser.add_argument("--published", action="store_true",
+                            help="free generation: show the paper's published Table 4/7 rows beside the runs")
 
     def run_report(self, args: argparse.Namespace) -> None:
         from .report import run_report

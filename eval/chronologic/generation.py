@@ -205,6 +205,8 @@ _REQUIRED_PROMPTS = {
                 "label_partly_acceptable", "label_unacceptable", "block_separator", "mask", "mask_min_tokens",
                 "mask_min_quoted_tokens", "mask_min_content_tokens", "mask_max_span", "mask_stopwords",
                 "retry_suffix", "max_retries", "max_tokens"),
+    "self_rejection": ("system", "user", "plain_joiner"),
+    "memorisation": ("user", "max_tokens"),
 }
 
 

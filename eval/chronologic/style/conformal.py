@@ -209,7 +209,7 @@ def null_baseline(reference: Reference, kind: str, profile: Counter, draws: int 
     not supply, summed over draws)."""
     own = reference.own_percentiles(kind)
     cells: dict = {}
-    for i in np.flatnonzero(np.isfinite(own)):
+    for i in np.flatnonzero(np.isfinite(reference.values[kind])):
         key = (decade(reference.date[i]), int(reference.bins[kind][i]))
         cells.setdefault(key, {}).setdefault(reference.volume[i], []).append(int(i))
     rng = random.Random(seed)
@@ -225,6 +225,7 @@ def null_baseline(reference: Reference, kind: str, profile: Counter, draws: int 
             unmet += max(0, n - len(rows))
             drawn += rows
         values = own[drawn]
+        values = values[np.isfinite(values)]
         if kind == DATE:
             stats.append(wasserstein_to_uniform(values) if values.size else math.nan)
         else:
