@@ -248,7 +248,17 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{1,400})[\"“”']")  # bt/prompts.py _QUOTED_RE
 
 
-def mask_overlap(reason: str, protected: Sequence[str], section: Mapping) -> str:
+def protected_grams(protected: Sequence[str], max_span: int) -> dict[int, set]:
+    """{n: every run of n words} of the protected answers (lower-cased)."""
+    grams: dict[int, set] = {}
+    for text in protected:
+        tokens = [m.group(0).lower() for m in _WORD.finditer(text or "")]
+        for n in range(1, min(max_span, len(tokens)) + 1):
+            grams.setdefault(n, set()).update(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return grams
+
+
+def mask_overlap(reason: str, protected: Sequence[str], section: Mapping, grams: dict[int, set] | None = None) -> str:
     """Mask the runs of a reject reason that occur word for word in a protected answer (the
     authors' mask_self_overlap): the longest such run starting at each word is masked when
     it has at least `mask_min_tokens` words (`mask_min_quoted_tokens` inside quotation
@@ -260,19 +270,16 @@ def mask_overlap(reason: str, protected: Sequence[str], section: Mapping) -> str
     if not words:
         return reason
     max_span = int(section["mask_max_span"])
-    grams: dict[int, set] = {}
-    for text in protected:
-        tokens = [m.group(0).lower() for m in _WORD.finditer(text or "")]
-        for n in range(1, min(max_span, len(tokens)) + 1):
-            grams.setdefault(n, set()).update(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    grams = protected_grams(protected, max_span) if grams is None else grams
     if not grams:
         return reason
     quoted = [(m.start(1), m.end(1)) for m in _QUOTED.finditer(reason)]
     stop = set(section["mask_stopwords"].split())
+    longest = max(grams)
     spans: list[list[int]] = []
     i = 0
     while i < len(words):
-        best = next((n for n in range(min(max_span, len(words) - i), 0, -1)
+        best = next((n for n in range(min(max_span, len(words) - i, longest), 0, -1)
                      if n in grams and tuple(w for w, _, _ in words[i:i + n]) in grams[n]), 0)
         if best:
             run = words[i:i + best]
@@ -304,6 +311,7 @@ def partial_rubric(question: Question, comparison: Comparison, candidate: str | 
     blocks = [fill(section["acceptable_example"], {"text": question.options[g]})
               for g in question.ground_truths if g not in compared and g not in comparison.withdrawn]
     protected = [_item_text(question, item, candidate) for item in (comparison.first, comparison.second)]
+    grams = protected_grams(protected, int(section["mask_max_span"]))
     lines = []
     for d in question.distractors:
         reason = (question.reject_reasons or ())[d] if question.reject_reasons else ""
@@ -311,7 +319,7 @@ def partial_rubric(question: Question, comparison: Comparison, candidate: str | 
             continue
         partly = 0.0 < question.probabilities[d] < 1.0
         label = section["label_partly_acceptable"] if partly else section["label_unacceptable"]
-        lines.append(fill(section["rationale_line"], {"label": label, "reason": mask_overlap(reason, protected, section)}))
+        lines.append(fill(section["rationale_line"], {"label": label, "reason": mask_overlap(reason, protected, section, grams)}))
     if lines:
         blocks.append(section["rationales_header"] + "\n".join(lines))
     return section["block_separator"].join(blocks)

@@ -173,9 +173,9 @@ def test_report(judged):
 def test_bootstrap_layers(judged, built):
     """Dropping the judgment and instrument layers narrows the partial-credit interval (or
     leaves it), and the plug-in point does not move."""
-    from histbench.eval.chronologic.substantive import aggregate_substantive
-
     import numpy as np
+
+    from histbench.eval.chronologic.substantive import aggregate_substantive
 
     loaded = judged["loaded"]
     ledger = judged["scored"]["ledger"]

@@ -84,7 +84,7 @@ def test_reference_ground_truth_is_the_authors_seeded_choice():
     import hashlib
 
     q = make_question(["ground_truth", "manual", "ground_truth", "manual"], number=888)
-    digest = hashlib.sha256("20260728|888|refgt".encode()).digest()
+    digest = hashlib.sha256(b"20260728|888|refgt").digest()
     expected = random.Random(int.from_bytes(digest[:8], "big") >> 1).choice(["gt0", "gt1"])
     assert q.item_ids == ["gt0", "d0", "gt1", "d1"]
     assert q.item_ids[J.reference_ground_truth(q)] == expected

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -56,6 +57,17 @@ AUTHENTICITY = "authenticity"
 def word_count(text: str) -> int:
     """Whitespace-separated tokens (measure_length_distribution.count_words)."""
     return len((text or "").split())
+
+
+_SENTENCE = re.compile(r"""^[\s"'“‘(\[«]*[A-Z0-9À-Ý].*[.!?][\s"'”’)\]»]*$""", re.DOTALL)
+
+
+def is_sentence(text: str) -> bool:
+    """At least one complete sentence: after trimming, an upper-case letter or a digit first
+    (past opening quotes or brackets), '.', '!' or '?' last (before closing ones), 3+ words.
+    Used to keep fragments out of the date predictor's training corpus (A.1.1)."""
+    text = (text or "").strip()
+    return word_count(text) >= 3 and bool(_SENTENCE.match(text))
 
 
 def default_length_edges() -> dict[str, list[float]]:
