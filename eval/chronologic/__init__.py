@@ -85,7 +85,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permute-frames", action="store_true",
         help="wrong-context experiment (paper 6.3): each question gets the metadata frame of another "
-             "question of the same reasoning type (seeded derangement, --seed)",
+             "question of its group (seeded derangement, --seed): likelihood permutes within reasoning types, "
+             "generate within --frame-groups (default: the authors' groups)",
     )
     add_model_arguments(parser)
 

@@ -178,7 +178,7 @@ def generation_markdown(entries: list[dict], published: bool = False) -> str:
     columns4 = ["Model", "Effort", "Cloze", "Generation", "Knowledge", "Date fidelity", "Error in years", "Human authenticity"]
     lines = [
         "Substantive scores (Cloze, Generation, Knowledge) are mean question scores x 100: pass/fail questions score "
-        "0, 1/3, 2/3 or 1, partial-credit questions p_fit = sigmoid(logit(0.9) + slope x delta). Date fidelity and "
+        "0, 1/3, 2/3 or 1, partial-credit questions sigmoid(logit(0.9) + slope x mean delta); answers identical to an option get their verdict without a judge. Date fidelity and "
         "human authenticity are conformal 0-100 scores (100 = indistinguishable from period prose); error in years "
         "is the mean signed residual of the date predictor (negative = sounds older than the target).",
         "",
