@@ -135,10 +135,6 @@ def question_from_row(row: Mapping, where: str = "questions", index: int | None 
     if "ground_truth" not in types:
         raise EvalError("the question has no ground truth (no option of type ground_truth)",
                         file=where, row=index, field="answer_types")
-    bad = [i for i, (t, p) in enumerate(zip(types, probabilities, strict=True)) if (t == "ground_truth") != (p == 1.0)]
-    if bad:
-        raise EvalError(f"option {bad[0]}: a ground truth has probability 1.0 and nothing else does",
-                        file=where, row=index, field="answer_probabilities")
     reasons = row.get("reject_reasons")
     if reasons is not None and len(reasons) != len(options):
         raise EvalError(f"reject_reasons has {len(reasons)} entries for {len(options)} options",

@@ -73,6 +73,9 @@ def _add_judges(group) -> None:
     group.add_argument("--published-calibration", nargs="?", const="shipped", metavar="JSON",
                        help="anchors: the authors' calibration (bt_artifacts/bt_calibration_<tag>.json; without a file, "
                             "the figures shipped in sources/chronologic/published/instruments.yaml)")
+    group.add_argument("--published-calibration-draws", type=Path, metavar="NPZ",
+                       help="anchors: the authors' calibration draws (bt_artifacts/bt_calib_draws_<tag>.npz, array cal_b) "
+                            "for the instrument layer of the bootstrap")
     group.add_argument("--bootstrap-layers", default="judgment,instrument,item",
                        help="judge: layers of the Table 7 bootstrap (default judgment,instrument,item)")
 
@@ -149,7 +152,8 @@ def _published(args):
         return None
     from .published import PublishedInstruments
 
-    return PublishedInstruments.load(args.published_reliability, args.published_judgments, args.published_calibration)
+    return PublishedInstruments.load(args.published_reliability, args.published_judgments, args.published_calibration,
+                                     args.published_calibration_draws)
 
 
 def run_anchors(args: argparse.Namespace) -> None:

@@ -12,7 +12,8 @@ Historical-AI-Lab/GPT-1914, folder chronologic/):
   anchors were fitted on;
 - the calibration fit (modelasjudge/bt_artifacts/bt_calibration_<tag>.json: intercept,
   slope, prior_scale, ...), whose figures histbench also ships in
-  sources/chronologic/published/instruments.yaml;
+  sources/chronologic/published/instruments.yaml, and its cluster-bootstrap draws
+  (bt_calib_draws_<tag>.npz, array cal_b), the instrument layer of their Table 7 bootstrap;
 - the published rows of Tables 4 and 7 (results/freegen/free_gen_results_1.0.csv),
   shipped as sources/chronologic/published/table7.csv.
 
@@ -89,7 +90,7 @@ class PublishedInstruments:
 
     @classmethod
     def load(cls, reliability: str | Path | None = None, judgments: str | Path | None = None,
-             calibration: str | Path | None = None) -> PublishedInstruments:
+             calibration: str | Path | None = None, calibration_draws: str | Path | None = None) -> PublishedInstruments:
         out = cls()
         if reliability:
             data = _read_json(Path(reliability), "reliability")
@@ -117,6 +118,9 @@ class PublishedInstruments:
                                "weighting": "class-balance" if data.get("class_balance") else "unweighted",
                                "ridge": float(data.get("l2", 0.0)), "source": "published"}
             out.prior_sd = float(data["prior_scale"]) if data.get("prior_scale") is not None else None
+        if calibration_draws:
+            out.calibration_draws = _read_slope_draws(Path(calibration_draws))
+            out.files["calibration_draws"] = {"file": str(calibration_draws), "sha256": _sha256(Path(calibration_draws))}
         return out
 
     def describe(self) -> dict:
@@ -171,6 +175,20 @@ class PublishedInstruments:
     def loo_outcomes(self, question: Question, option: int) -> list[tuple[int, bool]]:
         wins, _ = self._wins(question, f"loo:{question.item_ids[option]}")
         return [(l_, True) for w, l_ in wins if w == option] + [(w, False) for w, l_ in wins if l_ == option]
+
+
+def _read_slope_draws(path: Path) -> list[float]:
+    """The slope column (cal_b) of the authors' calibration draw bank (bt_calib_draws_<tag>.npz)."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if "cal_b" not in data.files:
+                raise EvalError(f"the calibration draws have no cal_b array (arrays: {', '.join(data.files)})", file=path)
+            draws = np.asarray(data["cal_b"], dtype=float)
+    except (OSError, ValueError) as exc:
+        raise EvalError(f"cannot read the published calibration draws: {exc}", file=path) from exc
+    return [float(d) for d in draws[np.isfinite(draws)]]
 
 
 def _read_judgments(path: Path) -> list[dict]:

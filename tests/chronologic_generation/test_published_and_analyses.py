@@ -68,12 +68,15 @@ def test_anchors_from_the_published_instruments(built, chat_server, scripted_jud
     own = build_anchors(built, judge, judge, tmp_path / "own", draws=DRAWS)
     questions = G.load_questions(built)
     judgments, reliability = _authors_log(tmp_path, own, questions)
-    published = PublishedInstruments.load(reliability, judgments, "shipped")
+    draws = tmp_path / "bt_calib_draws.npz"
+    np.savez(draws, cal_a=np.full(4, 2.197), cal_b=np.array([0.9, 1.0, np.nan, 1.1]), meta=np.array("{}"))
+    published = PublishedInstruments.load(reliability, judgments, "shipped", draws)
     calls = judge_server.delivered
     result = build_anchors(built, None, None, tmp_path / "published", draws=DRAWS, published=published)
     assert judge_server.delivered == calls  # no judge was asked
     assert result["options"]["prior_sd"] == 3.0  # the published calibration's prior scale
     assert result["calibration"]["slope"] == PUBLISHED_SLOPE and result["calibration"]["source"] == "published"
+    assert result["calibration_draws"] == [0.9, 1.0, 1.1]
     for key, t in result["tournaments"].items():
         assert sorted(map(tuple, t["wins"])) == sorted(map(tuple, own["tournaments"][key]["wins"]))
     pooled = result["reliability"]["pooled"]
