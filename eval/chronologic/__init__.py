@@ -32,7 +32,7 @@ from histbench.eval.plugin import BenchmarkEvaluator
 DEFAULT_DATASET = "build/chronologic-1.0.0"
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
-MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes")
+MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes", "analyses")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permute-frames", action="store_true",
         help="wrong-context experiment (paper 6.3): each question gets the metadata frame of another "
-             "question of the same reasoning type (seeded derangement, --seed)",
+             "question of its group (seeded derangement, --seed): likelihood permutes within reasoning types, "
+             "generate within --frame-groups (default: the authors' groups)",
     )
     add_model_arguments(parser)
 
@@ -122,6 +123,8 @@ class ChronologicEvaluator(BenchmarkEvaluator):
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
+        parser.add_argument("--published", action="store_true",
+                            help="free generation: show the paper's published Table 4/7 rows beside the runs")
 
     def run_report(self, args: argparse.Namespace) -> None:
         from .report import run_report

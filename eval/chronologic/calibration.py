@@ -5,42 +5,43 @@ probability that the answer fits its context,
 
     p_fit = sigmoid(a + b * delta),
 
-with the intercept pinned, a = logit(0.9), so that an answer exactly as strong as the
-average ground truth (delta = 0) scores 0.9 (a "standard-setting" choice in the paper),
-and the slope b fitted by weighted maximum likelihood on leave-one-out evidence whose
-acceptability is known:
+with the intercept pinned, a = logit(0.9), so that an answer as strong as the average
+ground truth (delta = 0) scores 0.9 (the paper's "standard-setting" choice), and the slope
+b fitted on leave-one-out evidence whose acceptability is known: held-out ground truths
+(label 1) and held-out distractors labelled by their `answer_probabilities` (0, or e.g. 0.5
+for a partly acceptable one; fractional labels enter the binomial likelihood as soft
+labels).
 
-- held-out ground truths (on questions with two or more), label 1;
-- held-out distractors, labelled by their `answer_probabilities` value (0 for a plain
-  distractor, e.g. 0.5 or 0.75 for a strong distractor the authors marked partly
-  acceptable; fractional labels enter the binomial likelihood as y log p + (1-y) log(1-p)).
+Weighting (`weighting`):
 
-Weighting: the paper says the ground-truth evidence is 23 times more influential than
-the distractor evidence. We read that as total weight: every ground-truth observation
-weighs `ratio * n_distractors / n_ground_truths` and every distractor observation 1, so
-the ground truths together weigh exactly `ratio` (default 23) times the distractors
-together, whatever the counts. The fit is a binomial GLM (statsmodels) with the pinned
-intercept as an offset and no free constant.
+- "class-balance" (default; the authors' production fit, bt/calibrate.py fit_calibration
+  with pin_p=0.9, class_balance=True, l2=0.01 as bt_context_scoring.py calibrate calls it):
+  ground truths and the other options (distractors and partly acceptable answers) get
+  equal total weight, each record weighing (n/2)/n_class so the weights sum to n; the
+  loss is the weighted soft-label cross-entropy plus a ridge 0.01 * b^2.
+- "ratio": histbench's earlier reading of the paper's "23 times more influential": the
+  ground-truth records together weigh `gt_weight_ratio` (default 23) times the distractor
+  records together, every distractor weighing 1, no ridge.
 
-Worked example (C.1): GPT-4o's answer to question 888 has delta = -1.65 and
-p_fit = 0.159, which fixes b = (logit(0.159) - logit(0.9)) / -1.65 = 2.341
-(`slope_from_example`).
+Uncertainty (the "instrument" layer of the Table 7 bootstrap): `calibration_draws` refits
+the slope on cluster-bootstrap resamples of the evidence by question (the authors'
+_cluster_bootstrap_calibration: 1000 replicates; class weights recomputed in each).
 
-`fit_slopes_bootstrap` refits the slope for many reweightings at once (vectorised
-Newton steps on the same concave objective) so that bootstrap intervals can carry the
-calibration's own uncertainty.
+Worked example (C.1): GPT-4o's answer to question 888 has delta = -1.65 and p_fit = 0.159,
+which fixes b = (logit(0.159) - logit(0.9)) / -1.65 = 2.341 (`slope_from_example`).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 TARGET_AT_ZERO = 0.9
 PAPER_GT_WEIGHT_RATIO = 23.0
+RIDGE = 0.01
+WEIGHTINGS = ("class-balance", "ratio")
 PAPER_EXAMPLE_DELTA = -1.65
 PAPER_EXAMPLE_P_FIT = 0.159
 
@@ -79,10 +80,12 @@ class Calibration:
     slope: float
     intercept: float = field(default_factory=pinned_intercept)
     target_at_zero: float = TARGET_AT_ZERO
-    gt_weight_ratio: float = PAPER_GT_WEIGHT_RATIO
+    weighting: str = "class-balance"
+    ridge: float = RIDGE
+    gt_weight_ratio: float | None = None
     n_ground_truth: int = 0
     n_distractor: int = 0
-    method: str = "weighted binomial GLM, pinned intercept (statsmodels)"
+    source: str = "fitted"
 
     def p_fit(self, delta):
         value = sigmoid(self.intercept + self.slope * np.asarray(delta, dtype=float))
@@ -93,106 +96,104 @@ class Calibration:
 
     @classmethod
     def from_json(cls, data: dict) -> Calibration:
-        return cls(**data)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
 
 
-def observation_weights(kinds, gt_weight_ratio: float = PAPER_GT_WEIGHT_RATIO) -> np.ndarray:
-    """Weights giving the ground-truth observations `gt_weight_ratio` times the total
-    weight of the distractor observations (each distractor weighs 1)."""
-    kinds = np.asarray(kinds, dtype=object)
-    unknown = set(kinds.tolist()) - {GROUND_TRUTH, DISTRACTOR}
-    if unknown:
-        raise ValueError(f"unknown observation kind(s) {sorted(unknown)}")
-    is_gt = kinds == GROUND_TRUTH
-    n_gt, n_d = int(is_gt.sum()), int((~is_gt).sum())
-    weights = np.ones(kinds.size)
-    if n_gt and n_d:
-        weights[is_gt] = gt_weight_ratio * n_d / n_gt
-    return weights
-
-
-def _check_inputs(delta, label, weight):
+def _check_inputs(delta, label, kinds):
     delta = np.asarray(delta, dtype=float)
     label = np.asarray(label, dtype=float)
-    weight = np.asarray(weight, dtype=float)
-    if not (delta.shape == label.shape == weight.shape) or delta.ndim != 1:
-        raise ValueError("delta, label and weight must be 1-d arrays of the same length")
-    if delta.size == 0:
-        raise ValueError("calibration needs at least one observation")
+    kinds = np.asarray(kinds, dtype=object)
+    if not (delta.shape == label.shape == kinds.shape) or delta.ndim != 1:
+        raise ValueError("delta, label and kinds must be 1-d arrays of the same length")
+    if delta.size < 2:
+        raise ValueError("calibration needs at least two records")
     if not np.all(np.isfinite(delta)):
         raise ValueError("calibration deltas must be finite")
     if np.any((label < 0) | (label > 1)):
         raise ValueError("calibration labels must lie in [0, 1]")
-    if np.any(weight < 0):
-        raise ValueError("calibration weights must be >= 0")
-    return delta, label, weight
+    unknown = set(kinds.tolist()) - {GROUND_TRUTH, DISTRACTOR}
+    if unknown:
+        raise ValueError(f"unknown observation kind(s) {sorted(unknown)}")
+    return delta, label, kinds == GROUND_TRUTH
 
 
-def fit_slope(delta, label, weight, intercept: float | None = None) -> float:
-    """Weighted maximum-likelihood slope of a logistic model whose intercept is fixed."""
-    import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+def record_weights(is_gt, counts=None, weighting: str = "class-balance", gt_weight_ratio: float = PAPER_GT_WEIGHT_RATIO):
+    """Per-record weights, one row per resample when `counts` (B, n) gives multiplicities.
 
-    delta, label, weight = _check_inputs(delta, label, weight)
-    intercept = pinned_intercept() if intercept is None else intercept
-    informative = np.any((weight > 0) & (label > 0)) and np.any((weight > 0) & (label < 1))
-    if not informative:
-        raise ValueError("calibration needs both acceptable (label > 0) and unacceptable (label < 1) evidence")
-    if not np.any((weight > 0) & (delta != 0)):
-        raise ValueError("every calibration delta is 0: the slope is not identified")
-    model = sm.GLM(
-        label, delta[:, None], family=sm.families.Binomial(), offset=np.full(delta.size, intercept), var_weights=weight
-    )
-    with warnings.catch_warnings():
-        # statsmodels flags fitted probabilities near 0 or 1 as "perfect separation" even when
-        # the slope is well determined; real divergence is caught below
-        warnings.simplefilter("ignore", category=PerfectSeparationWarning)
-        result = model.fit(tol=1e-12, maxiter=200)
-    slope = float(np.asarray(result.params)[0])
-    if not np.isfinite(slope) or abs(slope) > 1e4:
-        raise ValueError("the calibration slope diverged (the evidence separates perfectly)")
-    return slope
+    class-balance: (n/2)/n_gt for ground truths, (n/2)/n_other otherwise (n counted with
+    multiplicity), flat when a class is empty; ratio: gt_weight_ratio * n_other / n_gt for
+    ground truths and 1 otherwise."""
+    is_gt = np.asarray(is_gt, dtype=bool)
+    c = np.ones((1, is_gt.size)) if counts is None else np.asarray(counts, dtype=float)
+    n_gt = (c * is_gt).sum(axis=1, keepdims=True)
+    n_other = (c * ~is_gt).sum(axis=1, keepdims=True)
+    both = (n_gt > 0) & (n_other > 0)
+    if weighting == "class-balance":
+        n = n_gt + n_other
+        w = np.where(is_gt[None, :], n / 2.0 / np.maximum(n_gt, 1), n / 2.0 / np.maximum(n_other, 1))
+    elif weighting == "ratio":
+        w = np.where(is_gt[None, :], gt_weight_ratio * n_other / np.maximum(n_gt, 1), 1.0)
+    else:
+        raise ValueError(f"unknown calibration weighting {weighting!r} (one of {', '.join(WEIGHTINGS)})")
+    w = np.where(both, w, 1.0)
+    return w[0] if counts is None else w
 
 
-def fit_calibration(
-    delta, label, kinds, gt_weight_ratio: float = PAPER_GT_WEIGHT_RATIO, target_at_zero: float = TARGET_AT_ZERO
-) -> Calibration:
-    """Calibration from leave-one-out observations (kinds: 'ground_truth' / 'distractor')."""
-    kinds = np.asarray(kinds, dtype=object)
-    weights = observation_weights(kinds, gt_weight_ratio)
-    intercept = pinned_intercept(target_at_zero)
-    slope = fit_slope(delta, label, weights, intercept)
-    return Calibration(
-        slope=slope, intercept=intercept, target_at_zero=target_at_zero, gt_weight_ratio=gt_weight_ratio,
-        n_ground_truth=int((kinds == GROUND_TRUTH).sum()), n_distractor=int((kinds == DISTRACTOR).sum()),
-    )
-
-
-def fit_slopes_bootstrap(delta, label, weight, counts, intercept: float, start: float, iterations: int = 50) -> np.ndarray:
-    """Slopes refitted under many reweightings at once.
-
-    counts: (B, n) multiplicities of each observation in each resample (0 = left out).
-    Each row maximises sum_i counts[b, i] * weight[i] * loglik_i(slope), by Newton steps
-    from `start` (the slope of the full fit), vectorised over the B resamples. Rows
-    whose evidence separates perfectly (no finite maximum) come back as NaN.
-    """
-    from scipy.special import expit
-
-    delta, label, weight = _check_inputs(delta, label, weight)
-    w = np.asarray(counts, dtype=float) * weight[None, :]
-    slopes = np.full(w.shape[0], float(start))
+def _newton_slopes(delta, label, weights, intercept: float, ridge: float, iterations: int = 100) -> np.ndarray:
+    """Slopes minimising sum(w * soft-label cross-entropy) + ridge * b^2 for each row of
+    `weights` (B, n) (weight 0 = record absent). Strictly convex when ridge > 0."""
+    w = np.atleast_2d(weights)
+    slopes = np.ones(w.shape[0])
     for _ in range(iterations):
-        p = expit(intercept + slopes[:, None] * delta[None, :])
-        gradient = (w * (label[None, :] - p) * delta[None, :]).sum(axis=1)
-        curvature = (w * p * (1 - p) * delta[None, :] ** 2).sum(axis=1)
+        p = sigmoid(intercept + slopes[:, None] * delta[None, :])
+        gradient = (w * (p - label[None, :]) * delta[None, :]).sum(axis=1) + 2 * ridge * slopes
+        curvature = (w * p * (1 - p) * delta[None, :] ** 2).sum(axis=1) + 2 * ridge
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(curvature > 0, gradient / curvature, np.nan)
         step = np.clip(step, -5.0, 5.0)
-        slopes = slopes + step
-        if np.all(~np.isfinite(step) | (np.abs(step) < 1e-12)):
+        slopes = slopes - step
+        if np.all(~np.isfinite(step) | (np.abs(step) < 1e-13)):
             break
-    p = expit(intercept + slopes[:, None] * delta[None, :])
-    gradient = (w * (label[None, :] - p) * delta[None, :]).sum(axis=1)
-    scale = np.maximum(w.sum(axis=1), 1.0)
-    slopes[~np.isfinite(slopes) | (np.abs(gradient) / scale > 1e-6)] = np.nan
+    p = sigmoid(intercept + slopes[:, None] * delta[None, :])
+    gradient = (w * (p - label[None, :]) * delta[None, :]).sum(axis=1) + 2 * ridge * slopes
+    slopes[~np.isfinite(slopes) | (np.abs(gradient) / np.maximum(w.sum(axis=1), 1.0) > 1e-7) | (np.abs(slopes) > 1e4)] = np.nan
     return slopes
+
+
+def fit_calibration(delta, label, kinds, *, weighting: str = "class-balance", gt_weight_ratio: float = PAPER_GT_WEIGHT_RATIO,
+                    target_at_zero: float = TARGET_AT_ZERO, ridge: float | None = None) -> Calibration:
+    """Calibration from leave-one-out records (kinds: 'ground_truth' / 'distractor')."""
+    delta, label, is_gt = _check_inputs(delta, label, kinds)
+    if not (np.any(label > 0) and np.any(label < 1)):
+        raise ValueError("calibration needs both acceptable (label > 0) and unacceptable (label < 1) evidence")
+    if not np.any(delta != 0):
+        raise ValueError("every calibration delta is 0: the slope is not identified")
+    ridge = (RIDGE if weighting == "class-balance" else 0.0) if ridge is None else ridge
+    intercept = pinned_intercept(target_at_zero)
+    slope = float(_newton_slopes(delta, label, record_weights(is_gt, None, weighting, gt_weight_ratio)[None, :], intercept,
+                                 ridge)[0])
+    if not np.isfinite(slope):
+        raise ValueError("the calibration slope diverged (the evidence separates perfectly)")
+    return Calibration(slope=slope, intercept=intercept, target_at_zero=target_at_zero, weighting=weighting, ridge=ridge,
+                       gt_weight_ratio=gt_weight_ratio if weighting == "ratio" else None,
+                       n_ground_truth=int(is_gt.sum()), n_distractor=int((~is_gt).sum()))
+
+
+def calibration_draws(delta, label, kinds, clusters, calibration: Calibration, *, n_draws: int = 1000, seed: int = 0) -> np.ndarray:
+    """Slopes refitted on `n_draws` cluster-bootstrap resamples of the records by question
+    (`clusters`: the question of each record); replicates whose resample has no acceptable
+    or no unacceptable evidence are dropped. Returns the finite slopes."""
+    delta, label, is_gt = _check_inputs(delta, label, kinds)
+    clusters = np.asarray(clusters)
+    names, index = np.unique(clusters, return_inverse=True)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(names), size=(n_draws, len(names)))
+    per_cluster = np.zeros((n_draws, len(names)))
+    np.add.at(per_cluster, (np.repeat(np.arange(n_draws), len(names)), picks.ravel()), 1.0)
+    counts = per_cluster[:, index]
+    informative = ((counts * (label > 0)).sum(axis=1) > 0) & ((counts * (label < 1)).sum(axis=1) > 0)
+    counts = counts[informative]
+    weights = counts * record_weights(is_gt, counts, calibration.weighting, calibration.gt_weight_ratio or PAPER_GT_WEIGHT_RATIO)
+    slopes = _newton_slopes(delta, label, weights, calibration.intercept, calibration.ridge)
+    return slopes[np.isfinite(slopes)]

@@ -37,7 +37,7 @@ def load_questions(built, limit: int | None = None) -> list[dict]:
 class FramePermutation:
     """question_number -> the question_number whose metadata frame it receives.
 
-    `kept_own` lists questions whose reasoning type has a single question (no other frame
+    `kept_own` lists questions whose group has a single question (no other frame
     to take: they keep their own, and are reported); `same_text` lists questions whose
     donor's frame text happens to equal their own (e.g. two questions from one volume).
     """
@@ -46,10 +46,12 @@ class FramePermutation:
     kept_own: tuple[int, ...]
     same_text: tuple[int, ...]
     seed: int
+    groups: str = "reasoning_type"
 
     def to_json(self) -> dict:
         return {
             "seed": self.seed,
+            "groups": self.groups,
             "donor": {str(k): v for k, v in sorted(self.donor.items())},
             "kept_own": list(self.kept_own),
             "same_text": list(self.same_text),
@@ -67,23 +69,45 @@ def derangement(n: int, rng) -> list[int]:
             return [int(i) for i in perm]
 
 
-def frame_permutation(questions: Sequence[dict], seed: int = 0) -> FramePermutation:
-    """Give every question the metadata frame of another question of the same reasoning
-    type (paper section 6.3), by a seeded derangement within each type.
+# Groups within which frames are permuted. "authors": the groups of the authors'
+# experiment plan (chronologic/ExperimentPlan.md of their repository: frames permuted within
+# frame types, character modelling separately), i.e. world-context questions, character
+# modelling, the other book-context questions, passage-context questions.
+# "reasoning_type": within each of the eight reasoning types of Table 1.
+FRAME_GROUPS = ("authors", "reasoning_type")
+_AUTHOR_GROUP_ORDER = ("world_context", "character_modeling", "book_context", "passage_context")
 
-    Deterministic: questions are taken in question_number order within each type, types
-    in Table 1 order, with one numpy Generator seeded by `seed`.
+
+def frame_group(question: dict, groups: str = "reasoning_type") -> str:
+    """The permutation group of one question under `groups` (see FRAME_GROUPS)."""
+    if groups == "reasoning_type":
+        return question["reasoning_type"]
+    if groups == "authors":
+        if question["reasoning_type"] == "character_modeling":
+            return "character_modeling"
+        return question.get("frame_type") or "unknown frame type"
+    raise EvalError(f"unknown frame groups {groups!r} (one of {', '.join(FRAME_GROUPS)})", field="--frame-groups")
+
+
+def frame_permutation(questions: Sequence[dict], seed: int = 0, groups: str = "reasoning_type") -> FramePermutation:
+    """Give every question the metadata frame of another question of its group (paper
+    section 6.3), by a seeded derangement within each group (`groups`: FRAME_GROUPS).
+
+    Deterministic: questions are taken in question_number order within each group, groups
+    in a fixed order (Table 1 order for reasoning types), with one numpy Generator seeded by
+    `seed`.
     """
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    by_type: dict[str, list[dict]] = {}
+    by_group: dict[str, list[dict]] = {}
     for question in sorted(questions, key=lambda q: q["question_number"]):
-        by_type.setdefault(question["reasoning_type"], []).append(question)
+        by_group.setdefault(frame_group(question, groups), []).append(question)
+    order = REASONING_TYPES if groups == "reasoning_type" else _AUTHOR_GROUP_ORDER
     donor: dict[int, int] = {}
     kept: list[int] = []
-    for rtype in [t for t in REASONING_TYPES if t in by_type] + sorted(set(by_type) - set(REASONING_TYPES)):
-        members = by_type[rtype]
+    for group in [g for g in order if g in by_group] + sorted(set(by_group) - set(order)):
+        members = by_group[group]
         if len(members) == 1:
             number = members[0]["question_number"]
             donor[number] = number
@@ -94,7 +118,7 @@ def frame_permutation(questions: Sequence[dict], seed: int = 0) -> FramePermutat
             donor[member["question_number"]] = members[index]["question_number"]
     frames = {q["question_number"]: q["metadata_frame"] for q in questions}
     same = [n for n, d in donor.items() if d != n and frames[d] == frames[n]]
-    return FramePermutation(donor, tuple(sorted(kept)), tuple(sorted(same)), seed)
+    return FramePermutation(donor, tuple(sorted(kept)), tuple(sorted(same)), seed, groups)
 
 
 def apply_frames(questions: Sequence[dict], permutation: FramePermutation | None) -> list[dict]:

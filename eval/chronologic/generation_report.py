@@ -11,8 +11,11 @@ has not been scored on stay empty.
 - Table 7 layout: the same rows with 95% percentile bootstrap intervals.
 - Channels: the pass/fail and partial-credit means with their question counts, empty
   answers and questions left unscored.
-- Judge reliability (A.2.1): pooled alpha, beta and how many questions alpha moved, as
-  recorded with the anchors the run was judged against.
+- Judge reliability (A.2.1): pooled alpha, beta and the questions with alpha above 0.25,
+  as recorded with the anchors the run was judged against.
+- With `--published`, the paper's published rows of Tables 4 and 7 (the authors'
+  results/freegen/free_gen_results_1.0.csv, shipped in sources/chronologic/published/)
+  beside the runs, marked as published.
 - With `--out`, a per-question ledger CSV of every run (generation_ledger.csv).
 
 "Effort" is the candidate's reasoning-effort option when its backend options name one
@@ -105,11 +108,14 @@ def table_rows(entries: list[dict]) -> tuple[list[dict], list[dict], list[dict],
             s = e["substantive"]
             ch = s["scores"]["channels"]
             counts = s["counts"]
+            autos = counts.get("automatic_verdicts", {})
             channels.append({"Model": label, "Pass/fail": _interval(ch.get("pass_fail")), "n pass/fail": ch["pass_fail"]["n"],
                              "Partial credit": _interval(ch.get("partial")), "n partial": ch["partial"]["n"],
-                             "tie-breaks": counts["tiebreaks"], "empty answers": counts["empty_answers"],
-                             "unscored": counts["unscored_questions"]})
+                             "automatic verdicts": sum(autos.values()), "retried replies":
+                             counts.get("pass_fail_retried", 0) + counts.get("partial_retried", 0),
+                             "empty answers": counts["empty_answers"], "unscored": counts["unscored_questions"]})
             pooled = s["anchors"]["reliability"]
+            calibration = s["anchors"].get("calibration") or {}
             reliability.append({
                 "Model": label, "pass/fail judge": s["judges"]["pass_fail"]["spec"],
                 "partial judge": s["judges"]["partial"]["spec"],
@@ -117,8 +123,9 @@ def table_rows(entries: list[dict]) -> tuple[list[dict], list[dict], list[dict],
                 "alpha trials": pooled["alpha_trials"],
                 "beta": "" if pooled["beta"] is None else f"{pooled['beta']:.3f}",
                 "beta trials": pooled["beta_trials"],
-                "moved to partial (alpha > 0.25)": len(pooled["moved_to_partial"]),
-                "calibration slope": f"{s['anchors']['calibration']['slope']:.3f}" if s["anchors"].get("calibration") else "",
+                "alpha > 0.25": len(pooled.get("alpha_over_threshold", [])),
+                "calibration slope": f"{calibration['slope']:.3f}" if calibration else "",
+                "calibration": calibration.get("source", ""),
             })
     return table4, table7, channels, reliability
 
@@ -144,12 +151,34 @@ def ledger_rows(entries: list[dict]) -> list[dict]:
     return rows
 
 
-def generation_markdown(entries: list[dict]) -> str:
+def published_table_rows() -> tuple[list[dict], list[dict], str]:
+    """The paper's rows of Tables 4 and 7 in the report's layout, and their source file."""
+    from .published import published_rows
+
+    rows, source = published_rows()
+    table4, table7 = [], []
+    for r in rows:
+        label = f"{r['model']} (published)"
+        row4 = {"Model": label, "Effort": r["effort"], "Cloze": r["cloze"], "Generation": r["generation"],
+                "Knowledge": r["knowledge"], "Date fidelity": r["date_fidelity"], "Error in years": r["error_in_years"],
+                "Human authenticity": r["human_authenticity"]}
+        row7 = dict(row4)
+        for key, title in (("cloze", "Cloze"), ("generation", "Generation"), ("knowledge", "Knowledge")):
+            row7[title] = f"{r[key]} [{r[key + '_lo']}, {r[key + '_hi']}]"
+        table4.append(row4)
+        table7.append(row7)
+    return table4, table7, source
+
+
+def generation_markdown(entries: list[dict], published: bool = False) -> str:
     table4, table7, channels, reliability = table_rows(entries)
+    if published:
+        p4, p7, source = published_table_rows()
+        table4, table7 = table4 + p4, table7 + p7
     columns4 = ["Model", "Effort", "Cloze", "Generation", "Knowledge", "Date fidelity", "Error in years", "Human authenticity"]
     lines = [
         "Substantive scores (Cloze, Generation, Knowledge) are mean question scores x 100: pass/fail questions score "
-        "0, 1/3, 2/3 or 1, partial-credit questions p_fit = sigmoid(logit(0.9) + slope x delta). Date fidelity and "
+        "0, 1/3, 2/3 or 1, partial-credit questions sigmoid(logit(0.9) + slope x mean delta); answers identical to an option get their verdict without a judge. Date fidelity and "
         "human authenticity are conformal 0-100 scores (100 = indistinguishable from period prose); error in years "
         "is the mean signed residual of the date predictor (negative = sounds older than the target).",
         "",
@@ -157,24 +186,29 @@ def generation_markdown(entries: list[dict]) -> str:
         "",
         markdown_table(table4, columns4),
         "",
-        "**Table 7 layout** (95% percentile bootstrap intervals over questions; the partial-credit intervals also "
-        "resample the calibration evidence)",
+        "**Table 7 layout** (95% percentile intervals of the three-layer bootstrap: questions, each partial-credit "
+        "question's delta posterior, and the calibration draws; the plug-in estimate need not be central)",
         "",
         markdown_table(table7, columns4),
     ]
+    if published:
+        lines += ["", f"Rows marked (published) are the paper's, as the authors' file `{source}` gives them (the published "
+                  "Table 7 has intervals for the substantive columns only); a run sits on their scale when it was judged "
+                  "by the same judges against anchors built with `--published-judgments` and `--published-calibration`."]
     if channels:
         lines += ["", "**Channels**", "", markdown_table(channels, list(channels[0]))]
     if reliability:
         lines += ["", "**Judge reliability** (A.2.1, from the anchors each run was judged against)", "",
                   markdown_table(reliability, list(reliability[0]))]
-    missing = [r["Model"] for r, e in zip(table4, entries, strict=True) if not e["substantive"]]
+    own = table4[: len(entries)]
+    missing = [r["Model"] for r, e in zip(own, entries, strict=True) if not e["substantive"]]
     if missing:
         lines += ["", f"Not judged yet (run `--mode judge`): {', '.join(missing)}."]
     datasets = {(e["generation"].get("dataset") or {}).get("data_sha256") for e in entries}
     if len(datasets) > 1:
         lines += ["", "**Warning:** these runs were generated on different builds of the dataset; they are not comparable."]
     lines += ["", "Signatures:", ""]
-    for e, row in zip(entries, table4, strict=True):
+    for e, row in zip(entries, own, strict=True):
         lines.append(f"- {row['Model']}: generation `{e['generation']['signature']['text']}`"
                      + (f"; judge `{e['substantive']['signature']['text']}`" if e["substantive"] else ""))
     return "\n".join(lines)
@@ -182,7 +216,8 @@ def generation_markdown(entries: list[dict]) -> str:
 
 def report(runs: list[tuple[Path, dict]], args) -> ReportSection:
     entries = [entry for run_dir, results in runs for entry in collect(run_dir, results)]
-    markdown = generation_markdown(entries)
+    published = bool(getattr(args, "published", False))
+    markdown = generation_markdown(entries, published)
     out = getattr(args, "out", None)
     if out:
         from .anchors import _write_csv
@@ -193,6 +228,9 @@ def report(runs: list[tuple[Path, dict]], args) -> ReportSection:
     table4, table7, channels, reliability = table_rows(entries)
     data = {row["Model"]: {"substantive": (e["substantive"] or {}).get("scores"), "style": (e["style"] or {}).get("scores")}
             for row, e in zip(table4, entries, strict=True)}
+    if published:
+        p4, _, source = published_table_rows()
+        data["published"] = {"source": source, "rows": p4}
     return ReportSection("Free generation (Table 4, Table 7)", markdown, data=data)
 
 

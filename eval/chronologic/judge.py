@@ -1,110 +1,104 @@
-"""Judge prompts, verdict parsing and the pairwise trials of substantive scoring (paper 5.2.2, A.2).
+"""Judge prompts, verdicts and the pairwise trials of substantive scoring (paper 5.2.2, A.2).
 
-Two judge prompts (in `generation_prompts.yaml`):
+Everything here follows the authors' code (GitHub Historical-AI-Lab/GPT-1914, folder
+chronologic/modelasjudge/); the prompt strings themselves are in
+sources/chronologic/generation_prompts.yaml.
 
-- pass_fail (A.2.1): the question (its substantive frame when the release has one) and two
-  unlabelled answers; the judge says which is better on factual accuracy in the specified
-  context and relevance (following instructions), or that they tie.
-- partial (A.2.2): the question (its full metadata frame), the rubric (the question's
-  non-empty reject_reasons, listed without saying which option each came from) and, when
-  neither answer in the pair is a ground truth, the question's first ground truth shown
-  as a reference; a forced choice of the answer that better fits the historical context.
+Two judge prompts:
 
-Every trial is a `Comparison` of two items (an option index, or CANDIDATE) in a stated
-order, answered as {"better": "A" | "B" | "tie"}. `parse_verdict` reads that JSON wherever
-it is in the reply (histbench.eval.parsing), also from a bare last line such as
-"B" or "Verdict: tie", and fails (a stored, counted parse failure, never re-asked) on
-anything else. A "tie" in a forced choice is recorded but not used as a comparison
-(counted as an invalid trial), so every Bradley-Terry comparison is a real win/loss.
+- pass_fail (A.2.1; judge_prompts_nocontext.py): one user message with the question's
+  substantive frame (its metadata frame when the release has none), the main question and
+  two unlabelled answers; the judge names the accurate and relevant one, or "C" when both
+  are. Knowledge and abstention questions add the clause that "insufficient information"
+  is a valid response. Verdict: {"question fit": "A" | "B" | "C"}.
+- partial (A.2.2; bt/prompts.py, rubric mode "rationales"): a system message and a user
+  message with the same frame, the question, a rubric (every ground truth not in the pair
+  shown as an acceptable example, then one line per distractor with its reject reason,
+  PARTLY ACCEPTABLE or UNACCEPTABLE; phrases of a reason that occur in either compared
+  answer are masked), and the two answers; a forced choice on fit to the context.
+  Verdict: {"context fit": "A" | "B"}.
 
-Answer order (A.2.1): the pass/fail trial of a candidate uses one order per ground truth,
-drawn from a seeded hash of (seed, question, ground truth), so it never depends on run
-order; reliability trials and all partial-credit trials are run in both orders.
+An unparsable reply is asked once more with the prompt's retry sentence appended; a
+pass/fail trial still unparsed counts as a fail (judge_prompts_nocontext
+score_one_comparison), a partial-credit pair still unparsed is dropped together with its
+other-order partner (bt/collect.py). The authors resend the partial retry up to three
+times; the text is identical each time, so histbench sends it once (a deterministic
+judge cannot answer it differently).
 
-Pass/fail scoring of a candidate: with one ground truth, the score is 1 if the judge
-prefers the candidate or calls a tie, else 0. With two (or more) ground truths, each is
-tested once; if the results agree the score is 1 or 0; if they split, the failed
-comparison is asked once more with the order reversed, and the score is the share of the
-three trials passed (1/3 or 2/3), as A.2.1 describes.
+Trials (`Comparison`: two items, an option index or CANDIDATE, in the order shown):
 
-Judge reliability (A.2.1), on questions of the pass/fail path:
-- alpha: each ground truth against each eligible distractor in both orders; a tie or a
-  preference for the distractor is a failure. Eligible distractors are those with answer
-  probability 0 whose family is not purely stylistic (written outside the period by a
-  model or a modern/older source: anachronistic_model, anachronistic_source,
-  anachronistic_year). anachronistic_manual options (e.g. knowledge the period could not
-  have had) are substantive errors and are used.
-- beta: the two ground truths against each other in both orders; any preference (not a
-  tie) is an error; the raw rate is 2 beta, halved.
-- A question whose alpha exceeds 0.25 moves to the partial-credit path. Pooled alpha is
-  the share of failed trials over the questions that stay.
+- pass/fail candidate: one comparison per ground truth in a seeded order; with an even
+  number of ground truths one of them (seeded) is asked in both orders, so a question with
+  two ground truths always runs three trials (judge_scoring_nocontext
+  _build_comparison_plan). The question scores the share of trials passed (a tie or a
+  preference for the candidate passes): 0, 1/3, 2/3 or 1.
+- partial-credit candidate and leave-one-out: the item against one seeded reference
+  ground truth and every distractor, in both orders; the other ground truths are withdrawn
+  from the pool and from the rubric (bt/design.py build_candidate_design,
+  select_reference_gt with the authors' master seed 20260728).
+- anchors: every pair of options, both orders.
+- reliability (A.2.1): each ground truth against every distractor whose family has a
+  penalty class (sources/chronologic/distractor_penalties.yaml), both orders; the judge
+  errs when it prefers the distractor, or calls a tie with a distractor of class
+  "question" or "both" (a tie with a "context" distractor is correct); an unparsed
+  reply is an error. beta: ground truths against each other, both orders; anything but a
+  tie is an error, and the rate is halved.
+
+Automatic verdicts (substantive/verdicts.py): an answer identical to a ground truth after
+lower-casing, dropping ASCII punctuation and trimming passes with no judge call; one
+identical to a probability-0 distractor fails (on the pass/fail path only when the
+distractor's class is "question" or "both"; on the partial-credit path any).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import random
 import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .generation import PromptSet, Question, clean_answer, render
+from histbench.builders.core.errors import EvalError
+
+from .generation import PromptSet, Question, clean_answer, fill
 
 CANDIDATE = -1
 PASS_FAIL = "pass_fail"
 PARTIAL = "partial"
 ALPHA_THRESHOLD = 0.25
-STYLISTIC_FAMILIES = frozenset({"anachronistic_model", "anachronistic_source", "anachronistic_year"})
-DEFAULT_JUDGE_MAX_TOKENS = 64
+REFERENCE_SEED = 20260728  # the authors' master seed of bt_context_scoring.py
+PENALTIES_NAME = "distractor_penalties.yaml"
+PENALTY_CLASSES = ("question", "both", "context")
+AUTOFAIL_PASS_FAIL = frozenset({"question", "both"})
 TIE = "tie"
+EFFORT_LEVELS = ("none", "low", "medium", "high")
 
-_VERDICT_KEYS = ("better", "winner", "verdict", "answer", "choice", "preferred", "preference", "result", "decision")
-_TIE_WORDS = {"tie", "both", "equal", "draw", "same", "equally good", "both equal", "both answers"}
-_LAST_LINE = re.compile(
-    r"""^[\s"'*`_#>]*(?i:(?:the\s+)?(?:better(?:\s+answer)?|verdict|winner|answer|choice|decision)\s*(?:is\s*)?[:=\-]?\s*)?"""
-    r"""[\s"'*`_]*(?i:answer\s+)?(?P<v>A|B|[Tt][Ii][Ee])[\s"'*`_.!)\]]*$"""
-)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
-# --------------------------------------------------------------------------- comparisons
+# --------------------------------------------------------------------------- penalty classes
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """One judge trial: `first` is shown as Answer A, `second` as Answer B."""
+@lru_cache(maxsize=4)
+def load_penalties(path: str | None = None) -> dict[str, str]:
+    """{distractor family: penalty class} (sources/chronologic/distractor_penalties.yaml)."""
+    import yaml
 
-    question: int
-    prompt: str  # PASS_FAIL or PARTIAL
-    first: int  # option index, or CANDIDATE
-    second: int
-    purpose: str  # candidate, tiebreak, alpha, beta, anchor
+    from histbench.builders.core.resources import Resources
 
-    def reversed(self, purpose: str | None = None) -> Comparison:
-        return Comparison(self.question, self.prompt, self.second, self.first, purpose or self.purpose)
-
-    def letter_of(self, item: int) -> str:
-        if item == self.first:
-            return "A"
-        if item == self.second:
-            return "B"
-        raise ValueError(f"item {item} is not in this comparison")
-
-    def winner(self, verdict: str) -> int | None:
-        """The item the verdict prefers (None for a tie)."""
-        return {"A": self.first, "B": self.second}.get(verdict)
-
-
-def seeded_flip(seed: int, *parts) -> bool:
-    """A reproducible coin flip from a seed and any identifying parts."""
-    text = "|".join(str(p) for p in (seed, *parts))
-    return hashlib.sha256(text.encode("utf-8")).digest()[0] & 1 == 1
-
-
-def eligible_distractors(question: Question, stylistic_families: Iterable[str] = STYLISTIC_FAMILIES) -> list[int]:
-    """Distractors used for alpha: probability 0 and not purely stylistic."""
-    stylistic = set(stylistic_families)
-    families = question.families or tuple(_family(t) for t in question.types)
-    return [i for i, p in enumerate(question.probabilities) if p == 0.0 and families[i] not in stylistic]
+    file = path or str(Resources.default().source_dir("chronologic") / PENALTIES_NAME)
+    try:
+        data = yaml.safe_load(open(file, encoding="utf-8").read()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise EvalError(f"cannot read the penalty classes: {exc}", file=file) from exc
+    families = data.get("families") or {}
+    bad = {k: v for k, v in families.items() if v not in PENALTY_CLASSES}
+    if bad:
+        raise EvalError(f"unknown penalty class(es) {bad} (expected {', '.join(PENALTY_CLASSES)})", file=file, field="families")
+    return dict(families)
 
 
 def _family(answer_type: str) -> str:
@@ -113,48 +107,133 @@ def _family(answer_type: str) -> str:
     return parse_answer_type(answer_type).family
 
 
+def penalty_class(question: Question, option: int, penalties: Mapping[str, str] | None = None) -> str | None:
+    """The option's penalty class, or None when its family has none (ground truths too)."""
+    if question.types[option] == "ground_truth":
+        return None
+    penalties = load_penalties() if penalties is None else penalties
+    family = question.families[option] if question.families else _family(question.types[option])
+    return penalties.get(family)
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One judge trial: `first` is shown as Answer A. `withdrawn`: ground truths kept out of
+    a partial-credit rubric (candidate and leave-one-out designs)."""
+
+    question: int
+    prompt: str  # PASS_FAIL or PARTIAL
+    first: int  # option index, or CANDIDATE
+    second: int
+    purpose: str  # candidate, alpha, beta, anchor, loo:<option>
+    withdrawn: tuple[int, ...] = ()
+
+    def reversed(self) -> Comparison:
+        return Comparison(self.question, self.prompt, self.second, self.first, self.purpose, self.withdrawn)
+
+    def winner(self, verdict: str) -> int | None:
+        """The item the verdict prefers (None for a tie)."""
+        return {"A": self.first, "B": self.second}.get(verdict)
+
+    def pair(self) -> tuple[int, int]:
+        return tuple(sorted((self.first, self.second)))
+
+
+def derive_seed(master_seed: int, *parts) -> int:
+    """A 63-bit seed from a master seed and parts (sha256; the same in every process)."""
+    payload = f"{master_seed}|" + "|".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(payload.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def seeded_flip(seed: int, *parts) -> bool:
+    """A reproducible coin flip from a seed and any identifying parts."""
+    return derive_seed(seed, *parts) & 1 == 1
+
+
+def reference_ground_truth(question: Question, among: Sequence[int] | None = None, seed: int = REFERENCE_SEED) -> int:
+    """The one ground truth a candidate (or held-out option) is compared with: a seeded
+    choice among the question's ground truths named gt0, gt1, ... (the authors'
+    select_reference_gt: random.Random(derive_seed(seed, question, "refgt")).choice over the
+    sorted names)."""
+    ids = question.item_ids
+    options = list(among) if among is not None else question.ground_truths
+    names = sorted({ids[i] for i in options})
+    if not names:
+        raise EvalError(f"question {question.number} has no ground truth to compare with")
+    choice = random.Random(derive_seed(seed, str(question.number), "refgt")).choice(names)
+    return ids.index(choice)
+
+
 def candidate_pass_fail_trials(question: Question, seed: int) -> list[Comparison]:
-    """The first-stage trials of a candidate on the pass/fail path (one order per ground truth)."""
+    """The pass/fail trials of a candidate: each ground truth once in a seeded order; with an
+    even number of ground truths, one (seeded) in both orders."""
+    gts = question.ground_truths
+    doubled = gts[derive_seed(seed, "pass_fail", question.number, "doubled") % len(gts)] if len(gts) % 2 == 0 else None
     out = []
-    for g in question.ground_truths:
+    for g in gts:
         trial = Comparison(question.number, PASS_FAIL, CANDIDATE, g, "candidate")
-        out.append(trial.reversed() if seeded_flip(seed, "pass_fail", question.number, g) else trial)
+        if g == doubled:
+            out += [trial.reversed(), trial]  # ground truth as A, then as B
+        else:
+            out.append(trial.reversed() if seeded_flip(seed, "pass_fail", question.number, g) else trial)
     return out
 
 
-def tiebreak_trial(failed: Comparison) -> Comparison:
-    return failed.reversed("tiebreak")
-
-
-def reliability_trials(question: Question, stylistic_families: Iterable[str] = STYLISTIC_FAMILIES) -> list[Comparison]:
+def reliability_trials(question: Question, penalties: Mapping[str, str] | None = None) -> list[Comparison]:
     out = []
-    for g in question.ground_truths:
-        for d in eligible_distractors(question, stylistic_families):
+    classed = [d for d in question.distractors if penalty_class(question, d, penalties) is not None]
+    for d in classed:
+        for g in question.ground_truths:
             out += [Comparison(question.number, PASS_FAIL, g, d, "alpha"), Comparison(question.number, PASS_FAIL, d, g, "alpha")]
     gts = question.ground_truths
-    for g in gts:
-        for h in gts:
-            if g != h:
-                out.append(Comparison(question.number, PASS_FAIL, g, h, "beta"))
+    for i, g in enumerate(gts):
+        for h in gts[i + 1:]:
+            out += [Comparison(question.number, PASS_FAIL, g, h, "beta"), Comparison(question.number, PASS_FAIL, h, g, "beta")]
     return out
 
 
 def anchor_trials(question: Question) -> list[Comparison]:
-    """Every pair of options in both orders (A.2.2)."""
+    """Every pair of options in both orders (A.2.2; bt/design.py build_anchor_design)."""
     n = len(question.options)
-    return [Comparison(question.number, PARTIAL, i, j, "anchor") for i in range(n) for j in range(n) if i != j]
-
-
-def candidate_partial_trials(question: Question) -> list[Comparison]:
-    """The candidate against every anchor, in both orders."""
     out = []
-    for k in range(len(question.options)):
-        out += [Comparison(question.number, PARTIAL, CANDIDATE, k, "candidate"),
-                Comparison(question.number, PARTIAL, k, CANDIDATE, "candidate")]
+    for i in range(n):
+        for j in range(i + 1, n):
+            out += [Comparison(question.number, PARTIAL, i, j, "anchor"), Comparison(question.number, PARTIAL, j, i, "anchor")]
     return out
 
 
-# --------------------------------------------------------------------------- requests
+def pool_trials(question: Question, item: int, reference: int, purpose: str, excluded: Iterable[int] = ()) -> list[Comparison]:
+    """`item` against the reference ground truth and every distractor (minus `excluded`), in
+    both orders; the other ground truths are withdrawn."""
+    excluded = set(excluded) | {item}
+    pool = [i for i in range(len(question.options))
+            if i not in excluded and (i == reference or question.types[i] != "ground_truth")]
+    withdrawn = tuple(g for g in question.ground_truths if g != reference and g not in excluded)
+    out = []
+    for opponent in pool:
+        out += [Comparison(question.number, PARTIAL, item, opponent, purpose, withdrawn),
+                Comparison(question.number, PARTIAL, opponent, item, purpose, withdrawn)]
+    return out
+
+
+def candidate_partial_trials(question: Question, seed: int = REFERENCE_SEED) -> list[Comparison]:
+    return pool_trials(question, CANDIDATE, reference_ground_truth(question, seed=seed), "candidate")
+
+
+def loo_trials(question: Question, held_out: int, seed: int = REFERENCE_SEED) -> list[Comparison]:
+    """The trials of option `held_out` scored like a candidate against the other options
+    (bt_context_scoring.py cmd_loo): a held-out ground truth faces a seeded one of the
+    remaining ground truths."""
+    gts = question.ground_truths
+    among = [g for g in gts if g != held_out] if held_out in gts else gts
+    reference = reference_ground_truth(question, among, seed)
+    return pool_trials(question, held_out, reference, f"loo:{held_out}")
+
+
+# --------------------------------------------------------------------------- prompts
 
 
 def _item_text(question: Question, item: int, candidate: str | None) -> str:
@@ -165,88 +244,184 @@ def _item_text(question: Question, item: int, candidate: str | None) -> str:
     return question.options[item]
 
 
-def judge_text(question: Question, comparison: Comparison, prompts: PromptSet, candidate: str | None = None) -> tuple[str | None, str]:
-    """(system, user) text of one trial."""
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_QUOTED = re.compile(r"[\"“”']([^\"“”']{1,400})[\"“”']")  # bt/prompts.py _QUOTED_RE
+
+
+def protected_grams(protected: Sequence[str], max_span: int) -> dict[int, set]:
+    """{n: every run of n words} of the protected answers (lower-cased)."""
+    grams: dict[int, set] = {}
+    for text in protected:
+        tokens = [m.group(0).lower() for m in _WORD.finditer(text or "")]
+        for n in range(1, min(max_span, len(tokens)) + 1):
+            grams.setdefault(n, set()).update(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return grams
+
+
+def mask_overlap(reason: str, protected: Sequence[str], section: Mapping, grams: dict[int, set] | None = None) -> str:
+    """Mask the runs of a reject reason that occur word for word in a protected answer (the
+    authors' mask_self_overlap): the longest such run starting at each word is masked when
+    it has at least `mask_min_tokens` words (`mask_min_quoted_tokens` inside quotation
+    marks) of which `mask_min_content_tokens` are not stopwords; masks separated only by
+    punctuation or spaces merge into one."""
+    if not reason or not protected:
+        return reason
+    words = [(m.group(0).lower(), m.start(), m.end()) for m in _WORD.finditer(reason)]
+    if not words:
+        return reason
+    max_span = int(section["mask_max_span"])
+    grams = protected_grams(protected, max_span) if grams is None else grams
+    if not grams:
+        return reason
+    quoted = [(m.start(1), m.end(1)) for m in _QUOTED.finditer(reason)]
+    stop = set(section["mask_stopwords"].split())
+    longest = max(grams)
+    spans: list[list[int]] = []
+    i = 0
+    while i < len(words):
+        best = next((n for n in range(min(max_span, len(words) - i, longest), 0, -1)
+                     if n in grams and tuple(w for w, _, _ in words[i:i + n]) in grams[n]), 0)
+        if best:
+            run = words[i:i + best]
+            start, end = run[0][1], run[-1][2]
+            inside = any(a <= start and end <= b for a, b in quoted)
+            threshold = int(section["mask_min_quoted_tokens"] if inside else section["mask_min_tokens"])
+            content = sum(1 for w, _, _ in run if w not in stop)
+            if best >= threshold and content >= int(section["mask_min_content_tokens"]):
+                if spans and not _WORD.search(reason[spans[-1][1]:start]):
+                    spans[-1][1] = end
+                else:
+                    spans.append([start, end])
+                i += best
+                continue
+        i += 1
+    if not spans:
+        return reason
+    out, previous = [], 0
+    for start, end in spans:
+        out += [reason[previous:start], section["mask"]]
+        previous = end
+    return "".join(out + [reason[previous:]])
+
+
+def partial_rubric(question: Question, comparison: Comparison, candidate: str | None, prompts: PromptSet) -> str:
+    """The rubric block of a partial-credit prompt (bt/prompts.py _build_rationales_block)."""
+    section = prompts.section(PARTIAL)
+    compared = {comparison.first, comparison.second}
+    blocks = [fill(section["acceptable_example"], {"text": question.options[g]})
+              for g in question.ground_truths if g not in compared and g not in comparison.withdrawn]
+    protected = [_item_text(question, item, candidate) for item in (comparison.first, comparison.second)]
+    grams = protected_grams(protected, int(section["mask_max_span"]))
+    lines = []
+    for d in question.distractors:
+        reason = (question.reject_reasons or ())[d] if question.reject_reasons else ""
+        if not reason:
+            continue
+        partly = 0.0 < question.probabilities[d] < 1.0
+        label = section["label_partly_acceptable"] if partly else section["label_unacceptable"]
+        lines.append(fill(section["rationale_line"], {"label": label, "reason": mask_overlap(reason, protected, section, grams)}))
+    if lines:
+        blocks.append(section["rationales_header"] + "\n".join(lines))
+    return section["block_separator"].join(blocks)
+
+
+def judge_messages(question: Question, comparison: Comparison, prompts: PromptSet, candidate: str | None = None,
+                   retry: bool = False) -> list[dict]:
+    """The chat messages of one trial (a retry appends the prompt's retry sentence)."""
     section = prompts.section(comparison.prompt)
-    values = {
-        "question": question.question,
-        "answer_a": _item_text(question, comparison.first, candidate),
-        "answer_b": _item_text(question, comparison.second, candidate),
-    }
+    values = {"frame": question.judge_frame, "context": question.judge_frame, "question": question.question,
+              "answer_a": _item_text(question, comparison.first, candidate),
+              "answer_b": _item_text(question, comparison.second, candidate)}
     if comparison.prompt == PASS_FAIL:
-        values["frame"] = question.judge_frame
-        user = render(section["user"], values, "pass_fail")
+        values["abstention_clause"] = (section["abstention_clause"]
+                                       if question.reasoning_type in section["abstention_types"] else "")
+        user = fill(section["user"], values, "pass_fail")
+        system = None
     else:
-        values["frame"] = question.frame
-        rubric = question.rubric
-        values["rubric"] = render(section["rubric"], {"reasons": "\n".join(f"- {r}" for r in rubric)}, "rubric") if rubric else ""
-        gts = question.ground_truths
-        needs_guide = comparison.first not in gts and comparison.second not in gts
-        values["guide"] = render(section["guide"], {"guide_answer": question.options[gts[0]]}, "guide") if needs_guide else ""
-        user = render(section["user"], values, "partial")
-    system = section.get("system")
-    return (system.strip() if system else None), user.strip()
+        values["rubric_header"] = section["rubric_header"]
+        values["rubric"] = partial_rubric(question, comparison, candidate, prompts)
+        user = fill(section["user"], values, "partial")
+        system = section["system"]
+    if retry:
+        user += section["retry_suffix"]
+    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+
+
+def judge_max_tokens(prompts: PromptSet, prompt: str, effort: str) -> int:
+    table = prompts.section(prompt)["max_tokens"]
+    if effort not in table:
+        raise EvalError(f"unknown judge effort {effort!r} (one of {', '.join(table)})", field="--judge-effort")
+    return int(table[effort])
 
 
 def judge_request(question: Question, comparison: Comparison, prompts: PromptSet, candidate: str | None = None,
-                  max_new_tokens: int = DEFAULT_JUDGE_MAX_TOKENS, temperature: float = 0.0, extra: Mapping | None = None):
+                  max_new_tokens: int = 4096, temperature: float = 0.0, retry: bool = False, extra: Mapping | None = None):
     from histbench.eval.backends import GenerateRequest
 
-    system, user = judge_text(question, comparison, prompts, candidate)
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-    return GenerateRequest(messages=messages, max_new_tokens=max_new_tokens, temperature=temperature, extra=extra)
+    return GenerateRequest(messages=judge_messages(question, comparison, prompts, candidate, retry),
+                           max_new_tokens=max_new_tokens, temperature=temperature, extra=extra)
 
 
-# --------------------------------------------------------------------------- parsing
+# --------------------------------------------------------------------------- verdicts
 
 
-def _normalise_verdict(value) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return {1: "A", 2: "B"}.get(int(value)) if float(value) in (1.0, 2.0) else None
-    text = str(value).strip()
-    text = re.sub(r"^(?:answer|response|option)\s+", "", text, flags=re.IGNORECASE).strip(" \t\"'*.`()[]")
-    low = text.lower()
-    if text in ("A", "B") or low in ("a", "b"):
-        return low.upper()
-    if low in ("1", "first"):
-        return "A"
-    if low in ("2", "second"):
-        return "B"
-    if low in _TIE_WORDS:
-        return TIE
-    return None
+def parse_pass_fail(text: str | None) -> str:
+    """"A", "B" or TIE from a pass/fail reply (judge_prompts_nocontext parse_judge_response:
+    the first {...} object, key "question fit" or "question_fit", value A, B or C)."""
+    cleaned = re.sub(r"```(?:json)?", "", _THINK.sub("", text or "")).strip()
+    match = re.search(r"\{[^{}]*\}", cleaned)
+    if not match:
+        raise ValueError("no JSON object in the judge's reply")
+    try:
+        obj = json.loads(match.group())
+    except ValueError as exc:
+        raise ValueError(f"the judge's JSON does not parse: {exc}") from exc
+    value = obj.get("question fit") or obj.get("question_fit") if isinstance(obj, dict) else None
+    letter = str(value).strip().upper() if value else ""
+    if letter not in ("A", "B", "C"):
+        raise ValueError(f"the judge's 'question fit' is {value!r}, not A, B or C")
+    return TIE if letter == "C" else letter
 
 
-def parse_verdict(text: str | None) -> dict:
-    """{"verdict": "A" | "B" | "tie", "route": how it was found}; ValueError otherwise."""
-    from histbench.eval.parsing import extract_json_object
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
 
+
+def parse_partial(text: str | None) -> str:
+    """"A" or "B" from a partial-credit reply (bt/prompts.py parse_bt_response: a bare
+    letter, or the first object with a "context fit" key, fences allowed; ties fail)."""
     cleaned = _THINK.sub("", text or "").strip()
     if not cleaned:
         raise ValueError("empty judge answer")
-    extracted = extract_json_object(cleaned)
-    if extracted.ok:
-        lowered = {str(k).strip().lower(): v for k, v in extracted.value.items()}
-        for key in _VERDICT_KEYS:
-            if key in lowered:
-                verdict = _normalise_verdict(lowered[key])
-                if verdict is None:
-                    raise ValueError(f"the judge's {key!r} is {lowered[key]!r}, not A, B or tie")
-                return {"verdict": verdict, "route": extracted.route}
-        raise ValueError(f"the judge's JSON has none of the keys {', '.join(_VERDICT_KEYS)}")
-    lines = [line for line in cleaned.splitlines() if line.strip()]
-    match = _LAST_LINE.match(lines[-1]) if lines else None
-    if match:
-        verdict = match["v"]
-        return {"verdict": TIE if verdict.lower() == TIE else verdict, "route": "text"}
-    raise ValueError(f"no verdict found in the judge's answer ({extracted.error})")
+    fenced = _FENCE.search(cleaned)
+    if fenced:
+        cleaned = fenced.group(1).strip()
+    if cleaned.upper() in ("A", "B"):
+        return cleaned.upper()
+    for match in re.findall(r"\{[^{}]*\}", cleaned):
+        try:
+            obj = json.loads(match)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        for key, value in obj.items():
+            if str(key).strip().lower().replace("_", " ") == "context fit":
+                if isinstance(value, str) and value.strip().upper() in ("A", "B"):
+                    return value.strip().upper()
+                raise ValueError(f"the judge's 'context fit' is {value!r}, not A or B")
+    raise ValueError("no 'context fit' verdict in the judge's reply")
 
 
-def parse_judge_result(result) -> dict:
-    """Parse function for RunStore.run on judge requests."""
-    return parse_verdict(getattr(result, "text", None))
+PARSERS = {PASS_FAIL: parse_pass_fail, PARTIAL: parse_partial}
+
+
+def result_parser(prompt: str):
+    parse = PARSERS[prompt]
+
+    def parse_result(result) -> dict:
+        return {"verdict": parse(getattr(result, "text", None))}
+
+    return parse_result
 
 
 def verdict_of(record) -> str | None:
@@ -256,34 +431,65 @@ def verdict_of(record) -> str | None:
     return record.parsed.get("verdict")
 
 
+def ask(store, trials: Sequence[tuple[Question, Comparison, str | None]], prompts: PromptSet, *, max_new_tokens: int,
+        desc: str) -> list[dict]:
+    """Ask every trial; ask the ones without a verdict once more with the retry sentence.
+    Returns, per trial, {"verdict": "A"|"B"|"tie"|None, "retried": bool}."""
+    if not trials:
+        return []
+    prompt = trials[0][1].prompt
+    parse = result_parser(prompt)
+    records = store.run([judge_request(q, c, prompts, cand, max_new_tokens) for q, c, cand in trials], parse=parse, desc=desc)
+    verdicts = [verdict_of(r) for r in records]
+    again = [k for k, v in enumerate(verdicts) if v is None]
+    if again:
+        retried = store.run([judge_request(trials[k][0], trials[k][1], prompts, trials[k][2], max_new_tokens, retry=True)
+                             for k in again], parse=parse, desc=f"{desc} (retries)")
+        for k, record in zip(again, retried, strict=True):
+            verdicts[k] = verdict_of(record)
+    retried_set = set(again)
+    return [{"verdict": v, "retried": k in retried_set} for k, v in enumerate(verdicts)]
+
+
+# --------------------------------------------------------------------------- automatic verdicts
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalize_for_identity(text: str | None) -> str:
+    """Lower-cased, ASCII punctuation removed, trimmed (substantive/verdicts.py)."""
+    return (text or "").lower().translate(_PUNCTUATION).strip()
+
+
+def auto_verdict(question: Question, answer: str, path: str, penalties: Mapping[str, str] | None = None) -> str | None:
+    """"pass", "fail" or None (judge it): identity with a ground truth passes; identity with a
+    probability-0 distractor fails (pass/fail path: only of class question or both)."""
+    norm = normalize_for_identity(answer)
+    if not norm:
+        return None
+    if any(normalize_for_identity(question.options[g]) == norm for g in question.ground_truths):
+        return "pass"
+    for d in question.distractors:
+        if question.probabilities[d] != 0.0 or normalize_for_identity(question.options[d]) != norm:
+            continue
+        if path == PARTIAL or penalty_class(question, d, penalties) in AUTOFAIL_PASS_FAIL:
+            return "fail"
+    return None
+
+
 # --------------------------------------------------------------------------- scoring
 
 
-def candidate_passes(comparison: Comparison, verdict: str | None) -> bool | None:
-    """A tie or a preference for the candidate passes; None when the verdict is missing."""
-    if verdict is None:
-        return None
-    return verdict == TIE or comparison.winner(verdict) == CANDIDATE
+def candidate_passes(comparison: Comparison, verdict: str | None) -> bool:
+    """A tie or a preference for the candidate passes; an unparsed verdict fails."""
+    return verdict is not None and (verdict == TIE or comparison.winner(verdict) == CANDIDATE)
 
 
-def pass_fail_score(first: Sequence[bool | None], tiebreak: bool | None = None) -> float:
-    """Score from the first-stage results (one per ground truth) and the tie-break.
-
-    One ground truth: 1.0 or 0.0. Several: 1.0 if all pass, 0.0 if all fail, else the share
-    of passes over the first stage plus the tie-break trial (1/3 or 2/3 with two ground
-    truths). NaN when a needed verdict is missing.
-    """
-    if not first or any(r is None for r in first):
-        return float("nan")
-    if len(first) == 1 or all(first) or not any(first):
-        return 1.0 if all(first) else 0.0
-    if tiebreak is None:
-        return float("nan")
-    return (sum(first) + int(tiebreak)) / (len(first) + 1)
-
-
-def needs_tiebreak(first: Sequence[bool | None]) -> bool:
-    return len(first) > 1 and all(r is not None for r in first) and any(first) and not all(first)
+def pass_fail_score(passes: Sequence[bool]) -> float:
+    """The share of a question's trials passed (A.2.1: 0, 1/3, 2/3 or 1 with two ground truths)."""
+    if not passes:
+        raise ValueError("a pass/fail question needs at least one trial")
+    return sum(bool(p) for p in passes) / len(passes)
 
 
 @dataclass
@@ -300,27 +506,31 @@ class QuestionReliability:
         return self.alpha_failures / self.alpha_trials if self.alpha_trials else None
 
     @property
-    def moves_to_partial(self) -> bool:
+    def over_threshold(self) -> bool:
         return self.alpha is not None and self.alpha > ALPHA_THRESHOLD
 
     def to_json(self) -> dict:
         return {"question_number": self.question, "alpha_trials": self.alpha_trials, "alpha_failures": self.alpha_failures,
                 "alpha": self.alpha, "beta_trials": self.beta_trials, "beta_errors": self.beta_errors,
-                "unparsed": self.unparsed, "moves_to_partial": self.moves_to_partial}
+                "unparsed": self.unparsed, "alpha_over_0.25": self.over_threshold}
 
 
-def tally_reliability(question: Question, trials: Sequence[Comparison], verdicts: Sequence[str | None]) -> QuestionReliability:
-    """Count alpha failures and beta errors of one question's reliability trials."""
+def tally_reliability(question: Question, trials: Sequence[Comparison], verdicts: Sequence[str | None],
+                      penalties: Mapping[str, str] | None = None) -> QuestionReliability:
+    """Count alpha failures and beta errors of one question's reliability trials (an
+    unparsed reply counts as a failure, as in judge_alpha_reliability_nocontext.py)."""
     out = QuestionReliability(question.number)
     gts = set(question.ground_truths)
     for trial, verdict in zip(trials, verdicts, strict=True):
         if verdict is None:
             out.unparsed += 1
-            continue
         if trial.purpose == "alpha":
             gt = trial.first if trial.first in gts else trial.second
+            other = trial.second if gt == trial.first else trial.first
+            tie_ok = penalty_class(question, other, penalties) == "context"
+            correct = verdict is not None and (trial.winner(verdict) == gt or (verdict == TIE and tie_ok))
             out.alpha_trials += 1
-            out.alpha_failures += trial.winner(verdict) != gt  # a tie or the distractor
+            out.alpha_failures += not correct
         elif trial.purpose == "beta":
             out.beta_trials += 1
             out.beta_errors += verdict != TIE
@@ -328,32 +538,30 @@ def tally_reliability(question: Question, trials: Sequence[Comparison], verdicts
 
 
 def pooled_reliability(items: Sequence[QuestionReliability]) -> dict:
-    """Pooled alpha (over questions that stay on the pass/fail path, and over all), beta."""
-    kept = [r for r in items if not r.moves_to_partial]
-    trials_kept = sum(r.alpha_trials for r in kept)
-    trials_all = sum(r.alpha_trials for r in items)
-    beta_trials = sum(r.beta_trials for r in kept)
-    raw = sum(r.beta_errors for r in kept) / beta_trials if beta_trials else None
+    """Pooled alpha and beta over the pass/fail questions (A.2.1). Questions with alpha above
+    0.25 are listed; routing follows the release's partial_credit field, which already
+    moved them."""
+    trials = sum(r.alpha_trials for r in items)
+    beta_trials = sum(r.beta_trials for r in items)
+    raw = sum(r.beta_errors for r in items) / beta_trials if beta_trials else None
     return {
         "questions": len(items),
-        "moved_to_partial": sorted(r.question for r in items if r.moves_to_partial),
+        "alpha_over_threshold": sorted(r.question for r in items if r.over_threshold),
         "questions_without_alpha_trials": sorted(r.question for r in items if r.alpha_trials == 0),
-        "alpha_pooled": sum(r.alpha_failures for r in kept) / trials_kept if trials_kept else None,
-        "alpha_trials": trials_kept,
-        "alpha_pooled_all": sum(r.alpha_failures for r in items) / trials_all if trials_all else None,
-        "alpha_trials_all": trials_all,
+        "alpha_pooled": sum(r.alpha_failures for r in items) / trials if trials else None,
+        "alpha_trials": trials,
         "beta_raw": raw,
         "beta": raw / 2 if raw is not None else None,
         "beta_trials": beta_trials,
-        "beta_questions": sum(1 for r in kept if r.beta_trials),
+        "beta_questions": sum(1 for r in items if r.beta_trials),
         "unparsed_trials": sum(r.unparsed for r in items),
     }
 
 
 __all__ = [
-    "ALPHA_THRESHOLD", "CANDIDATE", "PARTIAL", "PASS_FAIL", "STYLISTIC_FAMILIES", "TIE", "Comparison",
-    "QuestionReliability", "anchor_trials", "candidate_partial_trials", "candidate_pass_fail_trials", "candidate_passes",
-    "clean_answer", "eligible_distractors", "judge_request", "judge_text", "needs_tiebreak", "parse_judge_result",
-    "parse_verdict", "pass_fail_score", "pooled_reliability", "reliability_trials", "seeded_flip", "tally_reliability",
-    "tiebreak_trial", "verdict_of",
+    "ALPHA_THRESHOLD", "CANDIDATE", "PARTIAL", "PASS_FAIL", "REFERENCE_SEED", "TIE", "Comparison", "QuestionReliability",
+    "anchor_trials", "ask", "auto_verdict", "candidate_partial_trials", "candidate_pass_fail_trials", "candidate_passes",
+    "clean_answer", "derive_seed", "judge_messages", "judge_request", "load_penalties", "loo_trials", "mask_overlap",
+    "normalize_for_identity", "parse_partial", "parse_pass_fail", "pass_fail_score", "penalty_class", "pooled_reliability",
+    "reference_ground_truth", "reliability_trials", "seeded_flip", "tally_reliability", "verdict_of",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,8 +10,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sources" / "chronologic" / "sample" / "chronologic_sample.jsonl"
+DATA = Path(__file__).resolve().parent / "data"
+REAL_SAMPLE = REPO.parent / "shared" / "realdata" / "chronologic" / "chronologic_en_1.0_sample.jsonl"
 
-_PAIR = re.compile(r"Answer A:\n(?P<a>.*?)\n\nAnswer B:\n(?P<b>.*?)\n\n(?:Judge|Which)", re.DOTALL)
+# the two judge prompts of sources/chronologic/generation_prompts.yaml
+_PASS_FAIL = re.compile(r"Question: (?P<q>.*?)\n\nAnswer A: (?P<a>.*?)\n\nAnswer B: (?P<b>.*?)\n\n- Choose A or B", re.DOTALL)
+_PARTIAL = re.compile(r"QUESTION: (?P<q>.*?)\n\nRUBRIC.*ANSWER A:\n\"(?P<a>.*?)\"\n\nANSWER B:\n\"(?P<b>.*?)\"\n\nRespond with JSON",
+                      re.DOTALL)
+
+
+def reference(name: str) -> dict:
+    return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")
@@ -28,19 +38,36 @@ def built(sample_build):
     return BuiltDataset.open(sample_build)
 
 
-def answers_in(messages) -> tuple[str, str, str]:
-    """(answer A, answer B, whole user text) of a judge prompt."""
+@pytest.fixture(scope="session")
+def real_rows():
+    if not REAL_SAMPLE.is_file():
+        pytest.skip("the authors' real 100-question sample is not in ../shared/realdata/chronologic")
+    return [json.loads(line) for line in REAL_SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def real_question(row):
+    from histbench.eval.chronologic.generation import question_from_row
+
+    return question_from_row({**row, "group": "-"})
+
+
+def judge_pair(messages) -> tuple[str, str, str, str]:
+    """(kind, question, answer A, answer B) of a judge prompt."""
     text = messages[-1]["content"]
-    match = _PAIR.search(text)
+    match = _PARTIAL.search(text)
+    if match:
+        return "partial", match["q"], match["a"], match["b"]
+    match = _PASS_FAIL.search(text)
     assert match, f"not a judge prompt: {text[:200]!r}"
-    return match["a"], match["b"], text
+    return "pass_fail", match["q"], match["a"], match["b"]
 
 
 class ScriptedJudge:
     """A deterministic judge: each answer text has a quality (the question's ground truths
-    10, its other options 10 * their answer_probability, texts containing a marker such as [q=7] that
-    value, anything else 0). Pass/fail prompts: a tie when both are >= 9, else the
-    better one (ties of quality -> tie). Partial prompts: the better one; equal -> A."""
+    10, its other options 10 * their answer_probability, texts containing a marker such as
+    [q=7] that value, anything else 0). Pass/fail prompts: "C" (both acceptable) when both
+    are >= 9 or of equal quality, else the better one. Partial prompts: the better one;
+    equal -> A."""
 
     def __init__(self, built):
         from histbench.eval.chronologic.generation import load_questions
@@ -48,22 +75,22 @@ class ScriptedJudge:
         self.questions = load_questions(built)
         self.calls = 0
 
-    def score(self, prompt: str, text: str) -> float:
+    def score(self, question: str, text: str) -> float:
         marker = re.search(r"\[q=(\d+(?:\.\d+)?)\]", text)
         if marker:
             return float(marker.group(1))
-        question = next(q for q in self.questions if f"Question: {q.question}" in prompt)
-        return max((10.0 * p for o, p in zip(question.options, question.probabilities, strict=True) if o == text), default=0.0)
+        q = next(q for q in self.questions if q.question == question)
+        return max((10.0 * p for o, p in zip(q.options, q.probabilities, strict=True) if o == text), default=0.0)
 
     def __call__(self, messages):
         self.calls += 1
-        a, b, text = answers_in(messages)
-        qa, qb = self.score(text, a), self.score(text, b)
-        if "a tie is not allowed" in text:
-            return '{"better": "%s"}' % ("A" if qa >= qb else "B")
+        kind, question, a, b = judge_pair(messages)
+        qa, qb = self.score(question, a), self.score(question, b)
+        if kind == "partial":
+            return '{"context fit": "%s"}' % ("A" if qa >= qb else "B")
         if (qa >= 9 and qb >= 9) or qa == qb:
-            return 'I weighed both.\n{"better": "tie"}'
-        return "```json\n{\"better\": \"%s\"}\n```" % ("A" if qa > qb else "B")
+            return 'Both are sound.\n{"question fit": "C"}'
+        return "```json\n{\"question fit\": \"%s\"}\n```" % ("A" if qa > qb else "B")
 
 
 @pytest.fixture

@@ -19,9 +19,10 @@ def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_
     assert main(["eval", "chronologic", "--mode", "judge", *common, "--run", str(run), "--judge", judge.spec()]) == 2
     assert "--anchors" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--mode", "anchors", *common, "--judge", judge.spec(),
-                 "--judge-option", "max_retries=0", "--out", str(anchors)]) == 0
+                 "--judge-option", "max_retries=0", "--bt-draws", "800", "--out", str(anchors)]) == 0
     out = capsys.readouterr().out
-    assert "judge reliability: pooled alpha 0.0" in out and "calibration: p_fit = sigmoid(2.1972" in out
+    assert "judge reliability: pooled alpha 0.0" in out and "calibration (fitted): p_fit = sigmoid(2.1972" in out
+    assert "Bradley-Terry prior sd 1.0" in out
     assert main(["eval", "chronologic", "--mode", "judge", *common, "--run", str(run), "--judge", judge.spec(),
                  "--judge-option", "max_retries=0", "--anchors", str(anchors), "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
@@ -36,7 +37,9 @@ def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_
     out = capsys.readouterr().out
     assert "Free generation (Table 4, Table 7)" in out
     ledger = (report_dir / "generation_ledger.csv").read_text().splitlines()
-    assert len(ledger) == 25 and "p_fit" in ledger[0]
+    assert len(ledger) == 25 and "delta" in ledger[0] and "auto_verdict" in ledger[0]
+    assert main(["report", "chronologic", str(run), "--published"]) == 0
+    assert "GPT-6-Astra (published)" in capsys.readouterr().out
     data = json.loads((report_dir / "report.json").read_text())
     scores = data["Free generation (Table 4, Table 7)"]
     assert set(next(iter(scores.values()))["substantive"]["groups"]) == {"cloze", "generation", "knowledge"}

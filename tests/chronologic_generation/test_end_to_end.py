@@ -17,15 +17,16 @@ from histbench.eval.chronologic.anchors import build_anchors, load_anchors
 from histbench.eval.chronologic.generation_report import collect, generation_markdown, ledger_rows
 from histbench.eval.chronologic.substantive import judge_run, judged_dir
 
-from .conftest import answers_in
+from .conftest import judge_pair
 
 FAST = {"max_retries": 0, "backoff_base": 0.01, "timeout": 10, "max_concurrency": 4}
+DRAWS = 800  # importance draws of each Bradley-Terry posterior in these tests (4000 by default)
 KINDS: dict[int, int] = {}  # question_number -> kind of scripted answer (see scripted_candidate)
 
 
 def scripted_candidate(built):
     """Answers chosen per question: a ground truth copy, a marked answer of known quality,
-    a distractor copy, or nothing at all."""
+    a distractor copy, a middling answer, or nothing at all."""
     questions = G.load_questions(built)
     plan = {}
     for index, q in enumerate(questions):
@@ -44,124 +45,215 @@ def scripted_candidate(built):
     def answer(messages):
         text = messages[-1]["content"]
         for question, reply in plan.items():
-            if question in text:
+            if f"QUESTION: {question}\n" in text:
                 return reply
         raise AssertionError("unknown question")
 
     return answer
 
 
-def test_generate_anchors_judge_and_report(built, chat_server, scripted_judge, tmp_path):
-    candidate = chat_server(scripted_candidate(built), model="cand")
-    judge_server = chat_server(scripted_judge, model="judge")
-    backend = load_backend(candidate.spec(), FAST)
-    run_dir = tmp_path / "run"
-    result = G.generate(built, backend, run_dir)
+@pytest.fixture(scope="module")
+def judged(built, tmp_path_factory):
+    """One generated, anchored and judged run shared by the tests below."""
+    from histbench.eval.backends.loopback import LoopbackChatServer
+
+    from .conftest import ScriptedJudge
+
+    tmp = tmp_path_factory.mktemp("e2e")
+    candidate = LoopbackChatServer(scripted_candidate(built), model="cand").start()
+    judge_server = LoopbackChatServer(ScriptedJudge(built), model="judge").start()
+    try:
+        backend = load_backend(candidate.spec(), FAST)
+        run_dir = tmp / "run"
+        result = G.generate(built, backend, run_dir)
+        again = G.generate(built, backend, run_dir)
+        judge = load_backend(judge_server.spec(), FAST)
+        anchors = build_anchors(built, judge, judge, tmp / "anchors", draws=DRAWS)
+        calls_after_anchors = judge_server.delivered
+        loaded = load_anchors(tmp / "anchors", built)
+        scored = judge_run(built, run_dir, judge, judge, loaded, n_resamples=200)
+        judge_calls = judge_server.delivered - calls_after_anchors
+        rescored = judge_run(built, run_dir, judge, judge, loaded, n_resamples=200)
+        yield {"result": result, "again": again, "anchors": anchors, "loaded": loaded, "scored": scored, "rescored": rescored,
+               "run_dir": run_dir, "candidate": candidate, "judge_server": judge_server, "judge": judge,
+               "judge_calls": judge_calls, "calls_after_rescore": judge_server.delivered - calls_after_anchors,
+               "anchors_dir": tmp / "anchors"}
+    finally:
+        candidate.stop()
+        judge_server.stop()
+
+
+def test_generation(built, judged):
+    result = judged["result"]
     assert result["mode"] == "generate" and result["benchmark"] == "chronologic"
-    assert result["counts"]["questions"] == 24 and candidate.delivered == 24
-    assert all(b["messages"][-1]["content"].startswith(next(q.frame for q in G.load_questions(built)
-                                                            if q.question in b["messages"][-1]["content"]))
-               for b in candidate.bodies)
+    assert result["counts"]["questions"] == 24 and judged["candidate"].bodies[0]["messages"][0]["role"] == "system"
+    questions = {q.number: q for q in G.load_questions(built)}
+    for body in judged["candidate"].bodies:
+        system, user = (m["content"] for m in body["messages"])
+        q = next(q for q in questions.values() if f"QUESTION: {q.question}\n" in user)
+        assert user == f"CONTEXT: {q.frame}\nQUESTION: {q.question}\nANSWER: "
+        assert system.startswith("You will be asked") == (q.reasoning_type in ("knowledge", "inference", "abstention"))
     empty = {a["question_number"] for a in result["answers"] if a["empty"]}
     assert empty and all(KINDS[n] == 4 for n in empty)
-    # a second generate asks nothing again
-    again = G.generate(built, backend, run_dir)
-    assert candidate.delivered == 24 and again["counts"]["reused"] == 24
+    assert all(a["max_new_tokens"] >= 16 for a in result["answers"])
+    assert judged["again"]["counts"]["reused"] == 24  # a second generate asks nothing
 
-    judge = load_backend(judge_server.spec(), FAST)
-    anchors_dir = tmp_path / "anchors"
-    anchors = build_anchors(built, judge, judge, anchors_dir)
+
+def test_anchors(built, judged):
+    anchors = judged["anchors"]
     questions = {q.number: q for q in G.load_questions(built)}
     n_partial = sum(q.partial_credit for q in questions.values())
-    # the scripted judge always rejects distractors: alpha = 0, nothing moves; beta = 0 (ground truths tie)
     pooled = anchors["reliability"]["pooled"]
-    assert pooled["alpha_pooled"] == 0.0 and pooled["beta"] == 0.0 and pooled["moved_to_partial"] == []
-    assert anchors["counts"]["partial_path"] == n_partial
-    expected_anchor_trials = sum(len(q.options) * (len(q.options) - 1) for q in questions.values() if q.partial_credit)
-    assert anchors["counts"]["anchor_requests"]["requests"] == expected_anchor_trials
+    # the scripted judge never prefers a distractor; it calls a tie only between ground truths
+    assert pooled["alpha_pooled"] == 0.0 and pooled["beta"] == 0.0 and pooled["alpha_over_threshold"] == []
+    assert anchors["counts"]["partial_path"] == n_partial  # routing is the released partial_credit field
+    expected = sum(len(q.options) * (len(q.options) - 1) for q in questions.values() if q.partial_credit)
+    assert anchors["counts"]["anchor_trials"] == expected and anchors["counts"]["anchor_dropped_trials"] == 0
     t131 = anchors["tournaments"]["131"]
     assert t131["theta"][0] > t131["theta"][2] and t131["theta"][4] > t131["theta"][2]  # the 0.5 distractor beats a 0.0 one
-    assert anchors["calibration"]["slope"] > 0
-    assert (anchors_dir / "anchors.csv").is_file() and (anchors_dir / "calibration.csv").is_file()
-    calls_after_anchors = judge_server.delivered
+    assert abs(sum(t131["theta"])) < 1e-9
+    cal = anchors["calibration"]
+    assert cal["slope"] > 0 and cal["weighting"] == "class-balance" and cal["target_at_zero"] == 0.9
+    assert len(anchors["calibration_draws"]) > 900
+    held = [o for o in anchors["calibration_observations"] if "skipped" not in o]
+    assert {o["kind"] for o in held} == {"ground_truth", "distractor"}
+    assert (judged["anchors_dir"] / "anchors.csv").is_file() and (judged["anchors_dir"] / "calibration.csv").is_file()
 
-    loaded = load_anchors(anchors_dir, built)
-    scored = judge_run(built, run_dir, judge, judge, loaded, n_resamples=200)
+
+def test_judging(built, judged):
+    questions = {q.number: q for q in G.load_questions(built)}
+    scored = judged["scored"]
     ledger = {r["question_number"]: r for r in scored["ledger"]}
     for n, row in ledger.items():
-        q = questions[n]
-        kind = KINDS[n]
+        q, kind = questions[n], KINDS[n]
         if row["empty_answer"]:
             assert row["score"] == 0.0 and row["trials"] == 0
+        elif kind == 0:  # a ground truth copy: automatic pass, no judge call
+            assert row["auto_verdict"] == "pass" and row["score"] == 1.0 and row["trials"] == 0
+        elif kind == 2 and row["path"] == "partial":  # a probability-0 distractor copy fails on this path
+            assert row["auto_verdict"] == "fail" and row["score"] == 0.0
+        elif row["auto_verdict"] is not None:  # a pass/fail distractor copy of class question or both
+            assert kind == 2 and row["auto_verdict"] == "fail" and row["score"] == 0.0 and row["trials"] == 0
+            assert q.types[q.distractors[0]] in ("negation", "manual")
         elif row["path"] == "pass_fail":
-            expected = {0: 1.0, 1: 1.0, 2: 0.0, 3: 0.0}.get(kind, 0.0)
+            assert row["trials"] == (3 if len(q.ground_truths) == 2 else 1)
+            expected = {1: 1.0, 2: 0.0, 3: 0.0, 4: 0.0}[kind]
             assert row["score"] == expected, (n, row)
         else:
-            assert row["trials"] == 2 * len(q.options) and 0 < row["p_fit"] < 1
-            assert row["delta"] == pytest.approx(row["theta"] - sum(loaded.theta(n)[g] for g in q.ground_truths) / len(q.ground_truths))
-    # a copied ground truth scores higher than a weak distractor copy on the partial path
-    partial_scores = {n: r["score"] for n, r in ledger.items() if r["path"] == "partial" and not r["empty_answer"]}
-    assert partial_scores
+            assert row["trials"] == 2 * (len(q.distractors) + 1)
+            assert 0 < row["score"] < 1 and row["delta"] is not None
+    # a distractor copy of class "context" (anachronistic) is judged; of class question/both it fails at once
+    autos = [r for r in ledger.values() if r["path"] == "pass_fail" and KINDS[r["question_number"]] == 2]
+    assert autos and all((r["auto_verdict"] == "fail") or r["trials"] > 0 for r in autos)
     groups = scored["scores"]["groups"]
     for g in ("cloze", "generation", "knowledge"):
         cell = groups[g]
         assert cell["n"] == sum(1 for r in ledger.values() if r["group"] == g)
         assert cell["low"] <= cell["high"]
-    judge_calls = judge_server.delivered - calls_after_anchors
+    assert scored["scores"]["bootstrap"]["layers"] == ["judgment", "instrument", "item"]
+    assert scored["counts"]["unscored_questions"] == 0
     # every judge call is stored and a second scoring asks nothing
-    judge_run(built, run_dir, judge, judge, loaded, n_resamples=200)
-    assert judge_server.delivered - calls_after_anchors == judge_calls
-    assert (judged_dir(run_dir, judge.spec) / "ledger.csv").is_file()
+    assert judged["calls_after_rescore"] == judged["judge_calls"]
+    assert judged["rescored"]["scores"] == scored["scores"]
+    out = judged_dir(judged["run_dir"], judged["judge"].spec)
+    assert (out / "ledger.csv").is_file() and (out / "delta_draws.npz").is_file()
 
-    entries = collect(run_dir, G.read_generation(run_dir))
+
+def test_report(judged):
+    entries = collect(judged["run_dir"], G.read_generation(judged["run_dir"]))
     text = generation_markdown(entries)
     assert "Table 4 layout" in text and "Judge reliability" in text and "cand" in text
     rows = ledger_rows(entries)
     assert len(rows) == 24 and {"score", "path", "answer"} <= set(rows[0])
+    published = generation_markdown(entries, published=True)
+    assert "GPT-5.6 (published)" in published and "71.7 [64.7, 75.2]" in published
+    assert "free_gen_results_1.0.csv" in published
 
 
-def test_pass_fail_tiebreak_with_two_ground_truths(built, chat_server, scripted_judge, tmp_path):
-    """Question 153 has two ground truths: a split first stage gets one reversed re-trial."""
+def test_bootstrap_layers(judged, built):
+    """Dropping the judgment and instrument layers narrows the partial-credit interval (or
+    leaves it), and the plug-in point does not move."""
+    import numpy as np
+
+    from histbench.eval.chronologic.substantive import aggregate_substantive
+
+    loaded = judged["loaded"]
+    ledger = judged["scored"]["ledger"]
+    out = judged_dir(judged["run_dir"], judged["judge"].spec)
+    draws = dict(np.load(out / "delta_draws.npz"))
+    draws = {int(k.split("__")[1]): v for k, v in draws.items()}
+    full = aggregate_substantive(ledger, draws, loaded.calibration, loaded.calibration_draws, n_resamples=400, seed=1)
+    item = aggregate_substantive(ledger, draws, loaded.calibration, loaded.calibration_draws, n_resamples=400, seed=1,
+                                 layers=("item",))
+    a, b = full["channels"]["partial"], item["channels"]["partial"]
+    assert a["estimate"] == b["estimate"]
+    assert (a["high"] - a["low"]) >= 0.8 * (b["high"] - b["low"])
+    with pytest.raises(EvalError, match="bootstrap layer"):
+        aggregate_substantive(ledger, draws, loaded.calibration, [], layers=("nope",))
+
+
+def test_unparsed_replies_fail_and_retry(built, chat_server, scripted_judge, tmp_path):
+    """An unparsable pass/fail reply is asked once more; still unparsable, the trial fails
+    (the question is scored, not dropped)."""
     questions = {q.number: q for q in G.load_questions(built)}
-    q = questions[153]
-    candidate = chat_server(lambda m: "Candidate answer" if q.question in m[-1]["content"] else "", model="c2")
-    seen = Counter()
+    q = questions[151]
+    candidate = chat_server(lambda m: "[q=9.5] A fine answer." if f"QUESTION: {q.question}\n" in m[-1]["content"] else "", model="c2")
 
     def judge(messages):
-        a, b, _ = answers_in(messages)
-        if "Candidate answer" not in (a, b):
-            return scripted_judge(messages)
-        seen[(a, b)] += 1
-        other = b if a == "Candidate answer" else a
-        if other == q.options[0]:
-            return '{"better": "tie"}'  # passes against the first ground truth
-        # against the second: an order-biased judge that always prefers Answer B, so the
-        # candidate fails when shown first and passes when shown second
-        return '{"better": "B"}'
+        kind, question, a, b = judge_pair(messages)
+        if kind == "pass_fail" and "A fine answer" in (a + b):
+            return "I cannot decide."
+        return scripted_judge(messages)
 
     judge_server = chat_server(judge, model="j2")
     backend = load_backend(candidate.spec(), FAST)
     run_dir = tmp_path / "run"
     G.generate(built, backend, run_dir)
     jb = load_backend(judge_server.spec(), FAST)
-    anchors = build_anchors(built, jb, jb, tmp_path / "anchors")
+    build_anchors(built, jb, jb, tmp_path / "anchors", draws=DRAWS)
+    loaded = load_anchors(tmp_path / "anchors")
+    result = judge_run(built, run_dir, jb, jb, loaded, n_resamples=50)
+    row = next(r for r in result["ledger"] if r["question_number"] == 151)
+    assert row["score"] == 0.0 and row["retried"] == 1 and row["status"] == "scored"
+    assert result["counts"]["pass_fail_unparsed"] == 1 and result["counts"]["pass_fail_retried"] == 1
+    n_knowledge = sum(1 for x in questions.values() if x.group == "knowledge")
+    assert result["scores"]["groups"]["knowledge"]["n"] == n_knowledge  # no question is dropped
+
+
+def test_two_ground_truths_score_thirds(built, chat_server, scripted_judge, tmp_path):
+    """Question 153 has two ground truths: three trials, the score is the share passed."""
+    questions = {q.number: q for q in G.load_questions(built)}
+    q = questions[153]
+    candidate = chat_server(lambda m: "Candidate answer" if f"QUESTION: {q.question}\n" in m[-1]["content"] else "", model="c3")
+
+    def judge(messages):
+        kind, question, a, b = judge_pair(messages)
+        if "Candidate answer" not in (a, b):
+            return scripted_judge(messages)
+        other = b if a == "Candidate answer" else a
+        if other == q.options[0]:
+            return '{"question fit": "C"}'  # both acceptable: passes against the first ground truth
+        return '{"question fit": "B"}'  # an order-biased judge against the second
+
+    judge_server = chat_server(judge, model="j3")
+    backend = load_backend(candidate.spec(), FAST)
+    run_dir = tmp_path / "run"
+    G.generate(built, backend, run_dir)
+    jb = load_backend(judge_server.spec(), FAST)
+    build_anchors(built, jb, jb, tmp_path / "anchors", draws=DRAWS)
     loaded = load_anchors(tmp_path / "anchors")
     from histbench.eval.chronologic.judge import CANDIDATE, candidate_pass_fail_trials
 
-    branches = set()
-    for seed in range(6):  # the seeded order decides whether the second comparison fails first
+    seen = set()
+    for seed in range(6):
         result = judge_run(built, run_dir, jb, jb, loaded, seed=seed, n_resamples=50)
         row = next(r for r in result["ledger"] if r["question_number"] == 153)
-        assert row["path"] == "pass_fail"
-        assert result["counts"]["empty_answers"] == 23
-        against_second = candidate_pass_fail_trials(q, seed)[1]
-        if against_second.first == CANDIDATE:  # fails, then passes in the reversed tie-break: 2/3
-            assert row["trials"] == 3 and row["tiebreak"] is True and row["score"] == pytest.approx(2 / 3)
-        else:  # passes at once: 1
-            assert row["trials"] == 2 and row["tiebreak"] is None and row["score"] == 1.0
-        branches.add(against_second.first == CANDIDATE)
-    assert branches == {True, False}
-    assert anchors["reliability"]["pooled"]["beta"] is not None
+        trials = candidate_pass_fail_trials(q, seed)
+        # passes against gt0 (a tie); against gt1 only when the candidate is shown as B
+        expected = sum(1 for t in trials if 0 in (t.first, t.second) or (t.first == 1 and t.second == CANDIDATE)) / 3
+        assert row["trials"] == 3 and row["score"] == pytest.approx(expected)
+        seen.add(round(row["score"], 3))
+    assert seen <= {round(1 / 3, 3), round(2 / 3, 3), 1.0} and len(seen) >= 2
 
 
 def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server, scripted_judge, tmp_path):
@@ -171,7 +263,7 @@ def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server
     G.generate(built, backend, run_dir)
     first = chat_server(scripted_judge, model="judge3")
     judge = load_backend(first.spec(), FAST)
-    build_anchors(built, judge, judge, tmp_path / "anchors")
+    build_anchors(built, judge, judge, tmp_path / "anchors", draws=DRAWS)
     loaded = load_anchors(tmp_path / "anchors", built)
     before = Counter(first.delivered_keys)
     first.die_after = first.delivered + 7  # the judge endpoint goes away after 7 more answers
@@ -179,7 +271,6 @@ def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server
         judge_run(built, run_dir, judge, judge, loaded, n_resamples=50)
     asked_first = Counter(first.delivered_keys) - before
     assert sum(asked_first.values()) == 7
-    # the same endpoint comes back; the rerun asks only what was not answered yet
     first.stop()
     second = None
     for _ in range(50):  # the dead server's port may take a moment to be released
@@ -198,10 +289,7 @@ def test_interrupted_judging_resumes_without_repeating_a_call(built, chat_server
         path = judged_dir(run_dir, judge.spec) / store / "records.jsonl"
         stored += [json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()]
     assert len(stored) == len(set(stored)) == 7 + second.delivered
-    reused = result["counts"]["pass_fail_requests"]["reused"] + result["counts"]["partial_requests"]["reused"]
-    assert reused >= 7
     assert all(not math.isnan(r["score"]) for r in result["ledger"])
-    # and once complete, scoring again asks nothing
     judge_run(built, run_dir, judge2, judge2, loaded, n_resamples=50)
     assert second.delivered == len(stored) - 7
 
@@ -216,4 +304,25 @@ def test_generate_with_a_local_model(built, tiny_causal_lm, tmp_path):
         backend.close()
     assert [a["question_number"] for a in chat["answers"]] == [101, 102, 103]
     assert all(a["raw"] is not None for a in chat["answers"] + plain["answers"])
-    assert chat["counts"]["answered"] == 3 and chat["counts"]["reused"] == 0 and chat["signature"]["text"] != plain["signature"]["text"]
+    assert chat["counts"]["answered"] == 3 and chat["signature"]["text"] != plain["signature"]["text"]
+
+
+def test_wrong_context_frames_follow_the_authors_groups(built, chat_server, tmp_path):
+    """Paper 6.3; the authors' plan: frames permuted within frame types, character modelling apart."""
+    from histbench.eval.chronologic.data import frame_group
+
+    server = chat_server(lambda m: "An answer.", model="wf")
+    backend = load_backend(server.spec(), FAST)
+    result = G.generate(built, backend, tmp_path / "wrong", permute_frames=True, seed=3)
+    questions = {q.number: q for q in G.load_questions(built)}
+    donor = {int(k): v for k, v in result["frame_permutation"]["donor"].items()}
+    assert result["frame_permutation"]["groups"] == "authors"
+
+    def group(n):
+        q = questions[n]
+        return frame_group({"reasoning_type": q.reasoning_type, "frame_type": q.frame_type}, "authors")
+
+    assert all(group(n) == group(d) for n, d in donor.items())
+    assert sum(n != d for n, d in donor.items()) >= 20
+    moved = [n for n, d in donor.items() if n != d and questions[n].reasoning_type != questions[d].reasoning_type]
+    assert moved  # unlike the per-type permutation, types mix within a group

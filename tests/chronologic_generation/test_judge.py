@@ -1,174 +1,174 @@
-"""Judge prompts, verdict parsing, pass/fail scoring and judge reliability (paper A.2.1, A.2.2)."""
+"""Verdicts, trials, automatic verdicts and reliability (paper A.2.1, A.2.2), following the
+authors' judge_prompts_nocontext.py, judge_scoring_nocontext.py, bt/prompts.py, bt/design.py,
+bt/collect.py and substantive/verdicts.py."""
 
 from __future__ import annotations
 
-import math
+import random
 
 import pytest
 
 from histbench.eval.chronologic import judge as J
-from histbench.eval.chronologic.generation import (
-    clean_answer,
-    load_prompts,
-    load_questions,
-    question_from_row,
-)
+from histbench.eval.chronologic.anchors import wins_from
+from histbench.eval.chronologic.generation import question_from_row
 
 
-@pytest.fixture(scope="module")
-def questions(built):
-    return {q.number: q for q in load_questions(built)}
+def make_question(types, probabilities=None, number=7, reasoning_type="knowledge", partial_credit=0):
+    n = len(types)
+    probabilities = probabilities or [1.0 if t == "ground_truth" else 0.0 for t in types]
+    return question_from_row({"question_number": number, "metadata_frame": "An 1897 encyclopedia.", "main_question": "Q?",
+                              "answer_strings": [f"Option {i}." for i in range(n)], "answer_probabilities": probabilities,
+                              "answer_types": types, "reasoning_type": reasoning_type, "group": "knowledge",
+                              "partial_credit": partial_credit})
 
 
-@pytest.mark.parametrize(("text", "verdict", "route"), [
-    ('{"better": "A"}', "A", "json"),
-    ('{"better": "tie"}', "tie", "json"),
-    ('Both are fine.\n```json\n{"better": "B"}\n```', "B", "fenced"),
-    ('My reasoning... {"Better": "Answer A"} done', "A", "embedded"),
-    ("{'better': 'b',}", "B", "repaired"),
-    ('{"winner": 2}', "B", "json"),
-    ('{"verdict": "both"}', "tie", "json"),
-    ("<think>A looks better? no</think>\nVerdict: B", "B", "text"),
-    ("After careful thought.\n**Answer B**", "B", "text"),
-    ("Tie", "tie", "text"),
+@pytest.mark.parametrize("text,verdict", [
+    ('{"question fit": "A"}', "A"),
+    ('```json\n{"question fit": "b"}\n```', "B"),
+    ('Both are right.\n{"question_fit": "C"}', J.TIE),
+    ('<think>hmm {"question fit": "A"}</think>{"question fit": "B"}', "B"),
 ])
-def test_parse_verdict(text, verdict, route):
-    assert J.parse_verdict(text) == {"verdict": verdict, "route": route}
+def test_parse_pass_fail(text, verdict):
+    assert J.parse_pass_fail(text) == verdict
 
 
-@pytest.mark.parametrize("text", ["", "I cannot decide.", '{"better": "neither"}', '{"score": 3}',
-                                  "A is longer but B is older."])
-def test_unparsable_verdicts_fail_clearly(text):
+@pytest.mark.parametrize("text", ["A", "Answer B is better", '{"question fit": "D"}', '{"better": "A"}', "{bad json}", ""])
+def test_parse_pass_fail_rejects(text):
+    """judge_prompts_nocontext.parse_judge_response accepts only the JSON object."""
     with pytest.raises(ValueError):
-        J.parse_verdict(text)
+        J.parse_pass_fail(text)
 
 
-def test_pass_fail_score_one_ground_truth():
-    assert J.pass_fail_score([True]) == 1.0
-    assert J.pass_fail_score([False]) == 0.0
-    assert math.isnan(J.pass_fail_score([None]))
+@pytest.mark.parametrize("text,verdict", [
+    ('{"context fit": "A"}', "A"), ("b", "B"), ('```\n{"Context_Fit": "B"}\n```', "B"), ('I think {"context fit": " a "}', "A"),
+])
+def test_parse_partial(text, verdict):
+    assert J.parse_partial(text) == verdict
 
 
-def test_pass_fail_score_two_ground_truths_gives_thirds():
-    """A.2.1: both tested; a split result is re-asked once in the other order: 0, 1/3, 2/3, 1."""
-    assert J.pass_fail_score([True, True]) == 1.0
-    assert J.pass_fail_score([False, False]) == 0.0
-    assert not J.needs_tiebreak([True, True]) and not J.needs_tiebreak([False, False])
-    assert J.needs_tiebreak([True, False]) and J.needs_tiebreak([False, True])
-    assert J.pass_fail_score([True, False], tiebreak=True) == pytest.approx(2 / 3)
-    assert J.pass_fail_score([False, True], tiebreak=False) == pytest.approx(1 / 3)
-    assert math.isnan(J.pass_fail_score([True, False]))
+@pytest.mark.parametrize("text", ['{"context fit": "tie"}', '{"context fit": "C"}', "Neither", '{"question fit": "A"}', ""])
+def test_parse_partial_rejects(text):
+    """bt/prompts.parse_bt_response: ties, C and refusals are unparsed."""
+    with pytest.raises(ValueError):
+        J.parse_partial(text)
 
 
-def test_a_tie_or_a_preference_for_the_candidate_passes():
-    trial = J.Comparison(1, J.PASS_FAIL, J.CANDIDATE, 0, "candidate")
-    assert J.candidate_passes(trial, "A") is True
-    assert J.candidate_passes(trial, "tie") is True
-    assert J.candidate_passes(trial, "B") is False
-    assert J.candidate_passes(trial.reversed(), "B") is True
-    assert J.candidate_passes(trial, None) is None
+def test_two_ground_truths_always_run_three_pass_fail_trials():
+    """judge_scoring_nocontext._build_comparison_plan: an even number of ground truths gets one
+    of them (seeded) in both orders, so a split cannot be 50/50."""
+    q = make_question(["ground_truth", "ground_truth", "manual", "negation"])
+    doubled = set()
+    for seed in range(20):
+        trials = J.candidate_pass_fail_trials(q, seed)
+        assert len(trials) == 3
+        counts = {g: sum(1 for t in trials if g in (t.first, t.second)) for g in (0, 1)}
+        both = next(g for g, c in counts.items() if c == 2)
+        pair = [t for t in trials if both in (t.first, t.second)]
+        assert {pair[0].first, pair[1].first} == {both, J.CANDIDATE}
+        doubled.add(both)
+    assert doubled == {0, 1}
+    one = make_question(["ground_truth", "manual", "manual"])
+    assert len(J.candidate_pass_fail_trials(one, 0)) == 1
+    assert J.pass_fail_score([True, False, True]) == pytest.approx(2 / 3)
+    assert J.pass_fail_score([False, False, True]) == pytest.approx(1 / 3)
 
 
-def test_candidate_order_is_seeded_and_the_tiebreak_reverses_it(questions):
-    q = questions[153]  # two ground truths
-    first = J.candidate_pass_fail_trials(q, seed=0)
-    assert first == J.candidate_pass_fail_trials(q, seed=0)
-    assert [t.second if t.first == J.CANDIDATE else t.first for t in first] == [0, 1]
-    tb = J.tiebreak_trial(first[1])
-    assert (tb.first, tb.second) == (first[1].second, first[1].first) and tb.purpose == "tiebreak"
-    # across many questions and seeds both orders occur, about half each
-    flips = [J.seeded_flip(s, "pass_fail", n, 0) for s in range(20) for n in range(50)]
-    assert 0.4 < sum(flips) / len(flips) < 0.6
+def test_unparsed_pass_fail_verdict_fails():
+    trial = J.Comparison(7, J.PASS_FAIL, J.CANDIDATE, 0, "candidate")
+    assert J.candidate_passes(trial, None) is False
+    assert J.candidate_passes(trial, J.TIE) and J.candidate_passes(trial, "A") and not J.candidate_passes(trial, "B")
 
 
-def test_alpha_uses_substantive_distractors_only(questions):
-    """A.2.1: purely stylistic distractors are not used for alpha."""
-    q101 = questions[101]  # negation, anachronistic_gpt-4o-mini, same_book, anachronistic_metadataless_llama
-    assert J.eligible_distractors(q101) == [1, 3]
-    q163 = questions[163]  # manual x4 and one anachronistic_manual (knowledge the period lacked): all substantive
-    assert J.eligible_distractors(q163) == [1, 2, 3, 4, 5]
-    q172 = questions[172]  # anachronistic_1915 and anachronistic_wikipedia are stylistic
-    assert J.eligible_distractors(q172) == [2, 4]
-    trials = J.reliability_trials(questions[153])  # 2 ground truths x 3 distractors x 2 orders + 2 beta
-    assert sum(t.purpose == "alpha" for t in trials) == 12
-    assert [(t.first, t.second) for t in trials if t.purpose == "beta"] == [(0, 1), (1, 0)]
+def test_reference_ground_truth_is_the_authors_seeded_choice():
+    """bt/design.select_reference_gt: random.Random(derive_seed(20260728, qid, 'refgt')).choice(sorted ids)."""
+    import hashlib
+
+    q = make_question(["ground_truth", "manual", "ground_truth", "manual"], number=888)
+    digest = hashlib.sha256(b"20260728|888|refgt").digest()
+    expected = random.Random(int.from_bytes(digest[:8], "big") >> 1).choice(["gt0", "gt1"])
+    assert q.item_ids == ["gt0", "d0", "gt1", "d1"]
+    assert q.item_ids[J.reference_ground_truth(q)] == expected
+    trials = J.candidate_partial_trials(q)
+    reference = J.reference_ground_truth(q)
+    other = 2 if reference == 0 else 0
+    assert all(other not in (t.first, t.second) and t.withdrawn == (other,) for t in trials)
+    assert len(trials) == 2 * 3  # the reference and two distractors, both orders
+    # leave-one-out of a ground truth faces the other ground truth
+    loo = J.loo_trials(q, reference)
+    assert {t.second for t in loo if t.first == reference} == {other, 1, 3} and loo[0].withdrawn == ()
 
 
-def test_reliability_counts_ties_as_failures_and_halves_beta(questions):
-    q = questions[153]
+def test_automatic_verdicts():
+    """substantive/verdicts.py: lower-case, ASCII punctuation dropped, trimmed; ground truth wins."""
+    q = make_question(["ground_truth", "negation", "anachronistic_gpt-4o", "manual"], probabilities=[1.0, 0.0, 0.0, 0.5])
+    assert J.auto_verdict(q, "  option 0 ", J.PASS_FAIL) == "pass"
+    assert J.auto_verdict(q, "Option 1!", J.PASS_FAIL) == "fail"  # negation: class question
+    assert J.auto_verdict(q, "Option 2.", J.PASS_FAIL) is None  # anachronistic: class context, judged
+    assert J.auto_verdict(q, "Option 2.", J.PARTIAL) == "fail"  # every probability-0 distractor on this path
+    assert J.auto_verdict(q, "Option 3.", J.PARTIAL) is None  # partly acceptable: judged
+    assert J.auto_verdict(q, "...", J.PARTIAL) is None
+    assert J.normalize_for_identity("Duke Of Anjou.") == "duke of anjou"
+
+
+def test_penalty_classes_from_the_authors():
+    """tests/test_verdicts.py of the authors: negation and same_book are "question",
+    anachronistic_manual is "context"."""
+    penalties = J.load_penalties()
+    assert penalties["negation"] == penalties["same_book"] == "question"
+    assert penalties["anachronistic_manual"] == "context" and penalties["manual"] == "both"
+    q = make_question(["ground_truth", "other_book_1911", "anachronistic_2020", "same_character", "weird_type"])
+    assert [J.penalty_class(q, i) for i in range(5)] == [None, "context", "context", "question", None]
+
+
+def test_alpha_counts_a_tie_with_a_context_distractor_as_correct():
+    """judge_alpha_reliability_nocontext.compute_reliability: every classed distractor, both
+    orders; a tie is correct only against a "context" distractor; unknown types are skipped."""
+    q = make_question(["ground_truth", "anachronistic_gpt-4o", "negation", "weird_type"])
     trials = J.reliability_trials(q)
-    verdicts = []
-    for t in trials:
-        if t.purpose == "beta":
-            verdicts.append("A" if t.first == 0 else "tie")  # one of two beta trials is an error
-        elif (t.first, t.second) in ((0, 2), (3, 1)):
-            verdicts.append("tie")  # a tie with a distractor is a failure
-        elif (t.first, t.second) == (4, 0):
-            verdicts.append("A")  # preferring the distractor is a failure
-        elif (t.first, t.second) == (1, 4):
-            verdicts.append(None)  # unparsed: not counted as a trial
-        else:
-            verdicts.append("A" if t.first in q.ground_truths else "B")
+    assert [(t.first, t.second) for t in trials] == [(0, 1), (1, 0), (0, 2), (2, 0)]
+    verdicts = [J.TIE, J.TIE, J.TIE, "B"]  # ties with the context distractor; a tie and a win with the negation
     r = J.tally_reliability(q, trials, verdicts)
-    assert (r.alpha_trials, r.alpha_failures, r.unparsed) == (11, 3, 1)
-    assert r.alpha == pytest.approx(3 / 11)
-    assert r.moves_to_partial  # 0.273 > 0.25
-    assert (r.beta_trials, r.beta_errors) == (2, 1)
-    other = J.QuestionReliability(999, alpha_trials=20, alpha_failures=1, beta_trials=4, beta_errors=1)
-    pooled = J.pooled_reliability([r, other])
-    assert pooled["moved_to_partial"] == [153]
-    assert pooled["alpha_pooled"] == pytest.approx(1 / 20)  # over the questions that stay
-    assert pooled["alpha_pooled_all"] == pytest.approx(4 / 31)
-    assert pooled["beta_raw"] == pytest.approx(0.25) and pooled["beta"] == pytest.approx(0.125)
+    assert (r.alpha_trials, r.alpha_failures) == (4, 1)
+    r = J.tally_reliability(q, trials, [None, "A", "A", "A"])  # an unparsed reply and distractor wins fail
+    assert (r.alpha_failures, r.unparsed) == (3, 1) and r.over_threshold
+    two = make_question(["ground_truth", "ground_truth", "manual"])
+    beta = [t for t in J.reliability_trials(two) if t.purpose == "beta"]
+    assert len(beta) == 2
+    r = J.tally_reliability(two, beta, [J.TIE, "A"])
+    pooled = J.pooled_reliability([r])
+    assert pooled["beta_raw"] == 0.5 and pooled["beta"] == 0.25
 
 
-def test_exactly_a_quarter_stays_on_the_pass_fail_path():
-    assert not J.QuestionReliability(1, alpha_trials=8, alpha_failures=2).moves_to_partial
-    assert J.QuestionReliability(1, alpha_trials=8, alpha_failures=3).moves_to_partial
+def test_unparsed_pair_is_dropped_with_its_partner():
+    """bt/collect.py: an unparseable call drops its AB/BA group."""
+    trials = [J.Comparison(1, J.PARTIAL, 0, 1, "anchor"), J.Comparison(1, J.PARTIAL, 1, 0, "anchor"),
+              J.Comparison(1, J.PARTIAL, 0, 2, "anchor"), J.Comparison(1, J.PARTIAL, 2, 0, "anchor")]
+    wins, dropped = wins_from(trials, ["A", None, "B", "A"])
+    assert wins == [(2, 0), (2, 0)] and dropped == 2
 
 
-def test_prompts_show_the_substantive_frame_rubric_and_guide(questions):
+def test_ask_retries_once_with_the_retry_sentence(built, chat_server, tmp_path):
+    """judge_prompts_nocontext.score_one_comparison: a malformed reply is asked again with
+    the retry sentence; still malformed, the trial fails (verdict None)."""
+    from histbench.eval.backends import load_backend
+    from histbench.eval.chronologic.generation import load_prompts, load_questions
+    from histbench.eval.runstore import RunStore
+
     prompts = load_prompts()
-    q = questions[131]  # partial credit, two ground truths
-    pf = questions[151]
-    _, text = J.judge_text(pf, J.Comparison(151, J.PASS_FAIL, J.CANDIDATE, 0, "candidate"), prompts, candidate="An answer")
-    assert pf.judge_frame in text and pf.question in text
-    assert "Answer A:\nAn answer\n\nAnswer B:\n" + pf.options[0] in text
-    assert '{"better": "tie"}' in text
-    _, with_gt = J.judge_text(q, J.Comparison(131, J.PARTIAL, 0, 2, "anchor"), prompts)
-    _, without_gt = J.judge_text(q, J.Comparison(131, J.PARTIAL, 3, 2, "anchor"), prompts)
-    assert q.frame in with_gt
-    for reason in q.rubric:
-        assert reason in with_gt and reason in without_gt
-    assert "known to fit this context" not in with_gt
-    assert "known to fit this context" in without_gt and q.options[0] in without_gt
-    assert "tie is not allowed" in with_gt
-    no_rubric = questions[133]
-    _, text = J.judge_text(no_rubric, J.Comparison(133, J.PARTIAL, J.CANDIDATE, 0, "candidate"), prompts, candidate="x")
-    assert "may be rejected" not in text
-    request = J.judge_request(q, J.Comparison(131, J.PARTIAL, 0, 2, "anchor"), prompts)
-    assert request.temperature == 0.0 and request.messages[0]["role"] == "system"
+    suffix = prompts.section("pass_fail")["retry_suffix"]
+    q = load_questions(built)[0]
 
+    def reply(messages):
+        text = messages[-1]["content"]
+        if "STUBBORN" in text:
+            return "I refuse."
+        return '{"question fit": "C"}' if text.endswith(suffix) else "no JSON here"
 
-def test_prompt_hashes_cover_each_section():
-    prompts = load_prompts()
-    assert set(prompts.hashes) >= {"candidate", "pass_fail", "partial"}
-    assert len(set(prompts.hashes.values())) == len(prompts.hashes)
-
-
-def test_clean_answer():
-    assert clean_answer("<think>hmm</think>\n  Answer: Lisbon ") == "Lisbon"
-    assert clean_answer("**Answer:** 126 wine gallons") == "126 wine gallons"
-    assert clean_answer(None) == "" and clean_answer("   ") == ""
-
-
-def test_question_rows_are_checked():
-    from histbench.builders.core.errors import EvalError
-
-    row = {"question_number": 1, "metadata_frame": "f", "main_question": "q", "answer_strings": ["a", "b"],
-           "answer_probabilities": [0.0, 0.0], "answer_types": ["manual", "manual"], "reasoning_type": "knowledge",
-           "group": "knowledge", "partial_credit": 0}
-    with pytest.raises(EvalError, match="no ground truth"):
-        question_from_row(row, "q.parquet", 4)
-    with pytest.raises(EvalError, match="main_question"):
-        question_from_row({**row, "main_question": None}, "q.parquet", 4)
+    server = chat_server(reply, model="retry-judge")
+    backend = load_backend(server.spec(), {"max_retries": 0, "timeout": 10})
+    store = RunStore.open(tmp_path / "store", backend=backend, options={})
+    trials = [(q, J.Comparison(q.number, J.PASS_FAIL, J.CANDIDATE, q.ground_truths[0], "candidate"), "fine"),
+              (q, J.Comparison(q.number, J.PASS_FAIL, J.CANDIDATE, q.ground_truths[0], "candidate"), "STUBBORN")]
+    answers = J.ask(store, trials, prompts, max_new_tokens=50, desc="t")
+    assert answers == [{"verdict": J.TIE, "retried": True}, {"verdict": None, "retried": True}]
+    assert server.delivered == 4

@@ -146,28 +146,33 @@ def test_style_scores_of_a_generation_run(style_world, built, chat_server, tmp_p
     G.generate(built, load_backend(server.spec(), {"max_retries": 0}), run_dir)
     cache = tmp_path / "cache"
     result = style_run(built, run_dir, style_world["reference"], date_model=style_world["date_model"],
-                       authenticity_model=style_world["auth_model"], min_window=5, w0_draws=200, n_resamples=200,
+                       authenticity_model=style_world["auth_model"], min_window=5, null_draws=200, n_resamples=200,
                        device="cpu", cache_dir=cache)
     n_sentences = sum(q.answer_length == "sentence_plus" for q in questions)
     skipped = result["counts"]["skipped"]
-    assert skipped["date"] == {"less than one sentence": len(questions) - n_sentences}
-    assert skipped["authenticity"] == {"under 6 words": len(questions) - n_sentences}
+    # answers under 6 words are scored by neither judge (the authors' min_words)
+    assert skipped["date"].get("under 6 words") == len(questions) - n_sentences
+    assert skipped["authenticity"].get("under 6 words") == len(questions) - n_sentences
     fidelity = result["scores"]["date_fidelity"]
-    assert fidelity["n"] == n_sentences and 0 <= fidelity["estimate"] <= 100
+    placed = fidelity["n"]
+    assert 0 < placed <= n_sentences and 0 <= fidelity["estimate"] <= 100
     assert fidelity["low"] <= fidelity["high"] <= 100.0
-    assert 0 < fidelity["W0"] < 0.5
-    assert result["scores"]["error_years"]["n"] == n_sentences
-    assert 0 <= result["scores"]["human_authenticity"]["estimate"] <= 100
+    assert 0 < fidelity["W0"] < 0.5 and fidelity["null_draws"] == 200
+    assert result["scores"]["error_years"]["n"] == placed
+    authenticity = result["scores"]["human_authenticity"]
+    assert 0 <= authenticity["estimate"] <= 100 and 0 < authenticity["mu0"] < 1
+    assert result["reference"]["volumes"].startswith("none")
     answers = {a["question_number"]: a for a in result["answers"]}
     dated_one = next(a for a in answers.values() if a.get("date_percentile") is not None)
     assert 0 <= dated_one["date_percentile"] <= 1 and dated_one["date_window"] >= 5
     assert dated_one["residual"] == pytest.approx(dated_one["predicted_date"] - dated_one["target_date"])
-    assert len(result["reference"]["length_bin_edges"]) == 5
+    assert dated_one["corrected_residual"] == pytest.approx(dated_one["residual"] - dated_one["window_mean_residual"])
+    assert set(result["reference"]["length_bin_edges"]) == {"date", "authenticity"}
     cached = list(cache.glob("reference-*.parquet"))
     assert len(cached) == 1
     stamp = cached[0].stat().st_mtime_ns
     again = style_run(built, run_dir, style_world["reference"], date_model=style_world["date_model"],
-                      authenticity_model=style_world["auth_model"], min_window=5, w0_draws=200, n_resamples=200,
+                      authenticity_model=style_world["auth_model"], min_window=5, null_draws=200, n_resamples=200,
                       device="cpu", cache_dir=cache)
     assert cached[0].stat().st_mtime_ns == stamp  # the reference corpus was not scored again
     assert again["scores"]["date_fidelity"]["estimate"] == pytest.approx(fidelity["estimate"])

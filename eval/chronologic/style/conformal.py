@@ -1,93 +1,97 @@
 """Conformal style scores: percentiles among matched authentic passages (paper A.1.1, A.1.2, section 8).
 
-Neither judge's raw output is used as a verdict. Each candidate answer is placed among
-authentic reference passages scored by the same model:
+Neither judge's raw output is a verdict. Each candidate answer is placed among authentic
+reference passages scored by the same model, as the authors' stylejudge/typicality.py
+and score_style.py do:
 
-- window: reference passages published within +-10 years of the date the question
-  targets (its `source_date`) and in the same of six length bins;
+- window: reference passages dated within +-10 years of the date the question targets
+  (its `source_date`, integer years, both ends included) and in the same of six length
+  bins (frozen cut points on log word count, sources/chronologic/style_length_bins.yaml);
+  word count = whitespace-separated tokens;
 - date predictor: the candidate's signed residual (predicted mean date minus target
-  date) against the window passages' own residuals (predicted mean minus true date);
-- authenticity detector: the candidate's predicted probability of being authentic
-  against the window passages' probabilities.
+  date) against the window passages' own residuals;
+- authenticity detector: the candidate's probability of being model-written,
+  p(synthetic) = 1 - p(authentic), against the window passages' p(synthetic).
 
-The percentile is `scipy.stats.percentileofscore(window, value, kind="mean") / 100`,
-i.e. (#below + #equal / 2) / window size, in [0, 1]. Answers indistinguishable from
-period prose give uniform percentiles. A model's divergence from that ideal is the
-1-Wasserstein distance W between its percentiles' empirical distribution and U(0, 1)
-(0 for a perfect match, 0.5 at most, when every percentile is 0 or every one is 1).
-Even authentic passages show some divergence at a finite sample size n; W0(n) is the
-mean W of n authentic reference passages drawn from the reference corpus, each placed
-in its own window (itself left out). The score is
+A percentile is the share of window values strictly lower than the candidate's (a tie
+does not count in the candidate's favour; typicality.q_score).
 
-    f = 100 * (1 - max(0, W - W0) / (0.5 - W0))                              (A.1.1)
+Scores of a model's n answers with percentiles q:
 
-Exclusions (section 8), each counted: answers under 6 words skip authenticity; answers
-that are not at least one sentence skip dating; an answer whose window holds fewer than
-`min_window` passages is not scored on that judge.
+- date fidelity f = 100 * (1 - max(0, W - W0) / (0.5 - W0)), W the exact 1-Wasserstein
+  distance of the date percentiles from U(0, 1);
+- human authenticity = 100 * (1 - max(0, T - mu0) / (1 - mu0)), T the mean percentile of
+  p(synthetic): one-sided, as there is no "too authentic" direction;
+- error in years: the mean of each answer's residual minus its window's mean residual
+  (the instrument's local bias removed).
 
-Length bins: six bins of word count. By default the edges are the sextiles of the
-reference corpus's word counts (so every bin holds a sixth of the reference); explicit
-edges can be given instead. Both are recorded with the results.
-
-"At least one sentence": after trimming, the text starts (past any opening quotes or
-brackets) with an upper-case letter or a digit, ends with '.', '!' or '?' (before any
-closing quotes or brackets) and has at least 3 words. Sentence-cloze answers and
-paragraphs pass; phrase-cloze clauses and short answers ("126 wine gallons") do not.
+W0 and mu0 come from pseudo-models (typicality.simulate_pseudo_model): every reference
+passage gets its own percentiles in its own window with its own volume left out; a
+pseudo-model draws, for each (decade of target date, length bin) cell of the model's
+answers, as many passages of that cell as the model has there, round-robin across
+volumes; W0 is the mean W and mu0 the mean T over `null_draws` pseudo-models (2000,
+seeded 20260809 as the authors'). A reference corpus without a `volume` column treats
+every passage as its own volume.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
 WINDOW_YEARS = 10
 N_LENGTH_BINS = 6
-MIN_WORDS_AUTHENTICITY = 6
-MIN_WORDS_SENTENCE = 3
-DEFAULT_MIN_WINDOW = 20
+MIN_WORDS = 6
+DEFAULT_MIN_WINDOW = 1
+NULL_SEED = 20260809
 W_MAX = 0.5
-
-_WORD = re.compile(r"\S*\w\S*")
-_SENTENCE = re.compile(r"""^[\s"'“‘(\[«]*[A-Z0-9À-Ý].*[.!?][\s"'”’)\]»]*$""", re.DOTALL)
+DATE = "date"
+AUTHENTICITY = "authenticity"
 
 
 def word_count(text: str) -> int:
-    """Whitespace-separated tokens holding at least one letter or digit."""
-    return len(_WORD.findall(text or ""))
+    """Whitespace-separated tokens (measure_length_distribution.count_words)."""
+    return len((text or "").split())
+
+
+_SENTENCE = re.compile(r"""^[\s"'“‘(\[«]*[A-Z0-9À-Ý].*[.!?][\s"'”’)\]»]*$""", re.DOTALL)
 
 
 def is_sentence(text: str) -> bool:
-    """At least one complete sentence (see module docstring)."""
+    """At least one complete sentence: after trimming, an upper-case letter or a digit first
+    (past opening quotes or brackets), '.', '!' or '?' last (before closing ones), 3+ words.
+    Used to keep fragments out of the date predictor's training corpus (A.1.1)."""
     text = (text or "").strip()
-    return word_count(text) >= MIN_WORDS_SENTENCE and bool(_SENTENCE.match(text))
+    return word_count(text) >= 3 and bool(_SENTENCE.match(text))
 
 
-def length_bin_edges(word_counts, n_bins: int = N_LENGTH_BINS) -> np.ndarray:
-    """The n_bins - 1 interior edges: quantiles of the reference word counts."""
-    counts = np.asarray(word_counts, dtype=float)
-    if counts.size == 0:
-        raise ValueError("no reference passages to derive length bins from")
-    edges = np.quantile(counts, np.arange(1, n_bins) / n_bins)
-    edges = np.unique(edges)
-    if edges.size != n_bins - 1:
-        raise ValueError(
-            f"the reference word counts do not support {n_bins} distinct length bins (quantile edges {edges.tolist()}); "
-            "give explicit edges"
-        )
-    return edges
+def default_length_edges() -> dict[str, list[float]]:
+    """{judge kind: the authors' frozen cut points on log word count}."""
+    import yaml
+
+    from histbench.builders.core.resources import Resources
+
+    data = yaml.safe_load((Resources.default().source_dir("chronologic") / "style_length_bins.yaml").read_text(encoding="utf-8"))
+    return {kind: [float(e) for e in data[kind]["edges"]] for kind in (DATE, AUTHENTICITY)}
 
 
 def length_bin(word_counts, edges) -> np.ndarray:
-    """Bin index 0..len(edges) of each word count (a count equal to an edge goes up)."""
-    return np.searchsorted(np.asarray(edges, dtype=float), np.asarray(word_counts, dtype=float), side="right")
+    """Bin index 0..len(edges): how many cut points are <= log(max(words, 1))."""
+    logs = np.log(np.maximum(np.asarray(word_counts, dtype=float), 1.0))
+    return np.searchsorted(np.asarray(edges, dtype=float), logs, side="right")
 
 
-def percentile_in(window: np.ndarray, value: float) -> float:
-    from scipy.stats import percentileofscore
-
-    return float(percentileofscore(window, value, kind="mean")) / 100.0
+def percentile_in(window, value: float) -> float:
+    """Share of `window` strictly below `value` (NaN for an empty window)."""
+    window = np.asarray(window, dtype=float)
+    if window.size == 0:
+        return float("nan")
+    return float(np.count_nonzero(window < value)) / window.size
 
 
 def wasserstein_to_uniform(percentiles) -> float | np.ndarray:
@@ -110,71 +114,133 @@ def wasserstein_to_uniform(percentiles) -> float | np.ndarray:
     return float(total[0]) if squeeze else total
 
 
-def fidelity(w: float, w0: float) -> float:
-    """f = 100 * (1 - max(0, W - W0) / (0.5 - W0)) (A.1.1)."""
+def fidelity(w, w0: float):
+    """f = 100 * (1 - max(0, W - W0) / (0.5 - W0)), clipped to [0, 100] (A.1.1)."""
     if not 0 <= w0 < W_MAX:
         raise ValueError(f"W0 must lie in [0, 0.5), got {w0!r}")
-    return 100.0 * (1.0 - max(0.0, w - w0) / (W_MAX - w0))
+    value = 100.0 * (1.0 - np.maximum(0.0, np.asarray(w, dtype=float) - w0) / (W_MAX - w0))
+    value = np.clip(value, 0.0, 100.0)
+    return float(value) if np.ndim(value) == 0 else value
 
 
-def expected_w0(pool, n: int, draws: int = 1000, seed: int = 0) -> float:
-    """Mean W of `n` percentiles drawn from the authentic pool (without replacement when
-    the pool is large enough, else with replacement)."""
-    pool = np.asarray(pool, dtype=float)
-    if pool.size == 0 or n < 1:
-        return float("nan")
-    rng = np.random.default_rng(seed)
-    if n > pool.size:
-        samples = rng.choice(pool, size=(draws, n), replace=True)
-    else:
-        samples = np.stack([rng.choice(pool, size=n, replace=False) for _ in range(draws)])
-    return float(np.mean(wasserstein_to_uniform(samples)))
+def authenticity_score(t, mu0: float):
+    """100 * (1 - max(0, T - mu0) / (1 - mu0)), clipped to [0, 100] (one-sided; A.1.2)."""
+    if not 0 <= mu0 < 1:
+        raise ValueError(f"mu0 must lie in [0, 1), got {mu0!r}")
+    value = 100.0 * (1.0 - np.maximum(0.0, np.asarray(t, dtype=float) - mu0) / (1.0 - mu0))
+    value = np.clip(value, 0.0, 100.0)
+    return float(value) if np.ndim(value) == 0 else value
 
 
 @dataclass
 class Reference:
-    """A scored reference corpus: per passage its true date, word count, length bin and
-    the judges' values (signed date residual, probability authentic)."""
+    """A scored reference corpus: per passage its date, word count, volume and each judge's
+    value (signed date residual; p(synthetic)). `edges`: {judge kind: cut points}."""
 
     date: np.ndarray
     words: np.ndarray
-    edges: np.ndarray
+    volume: np.ndarray
     values: dict[str, np.ndarray]
+    edges: dict[str, list[float]]
+    bins: dict[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.date = np.asarray(self.date, dtype=float)
+        self.date = np.asarray(self.date, dtype=int)
         self.words = np.asarray(self.words, dtype=float)
-        self.edges = np.asarray(self.edges, dtype=float)
-        self.bin = length_bin(self.words, self.edges)
+        self.volume = np.asarray(self.volume, dtype=object)
         self.values = {k: np.asarray(v, dtype=float) for k, v in self.values.items()}
+        self.bins = {k: length_bin(self.words, self.edges[k]) for k in self.values}
 
-    def window(self, target_date: float, bin_index: int, exclude: int | None = None) -> np.ndarray:
-        mask = (np.abs(self.date - target_date) <= WINDOW_YEARS) & (self.bin == bin_index)
-        if exclude is not None:
-            mask[exclude] = False
+    def window(self, kind: str, target_date: int, bin_index: int, exclude_volume=None) -> np.ndarray:
+        mask = (np.abs(self.date - int(target_date)) <= WINDOW_YEARS) & (self.bins[kind] == bin_index)
+        mask &= np.isfinite(self.values[kind])
+        if exclude_volume is not None:
+            mask &= self.volume != exclude_volume
         return np.flatnonzero(mask)
 
-    def place(self, kind: str, value: float, target_date: float, words: int, min_window: int = DEFAULT_MIN_WINDOW):
-        """(percentile or None, window size) of a candidate value."""
-        members = self.window(target_date, int(length_bin([words], self.edges)[0]))
-        values = self.values[kind][members]
-        values = values[np.isfinite(values)]
-        if values.size < min_window:
-            return None, int(values.size)
-        return percentile_in(values, value), int(values.size)
+    def place(self, kind: str, value: float, target_date: int, words: int, min_window: int = DEFAULT_MIN_WINDOW) -> dict:
+        """percentile, window size and (date) the window's mean value of one answer."""
+        members = self.window(kind, target_date, int(length_bin([words], self.edges[kind])[0]))
+        window = self.values[kind][members]
+        if window.size < max(1, min_window):
+            return {"percentile": None, "window": int(window.size), "window_mean": None}
+        return {"percentile": percentile_in(window, value), "window": int(window.size), "window_mean": float(window.mean())}
 
-    def self_percentiles(self, kind: str, max_pool: int = 20000, seed: int = 0,
-                         min_window: int = DEFAULT_MIN_WINDOW, eligible=None) -> np.ndarray:
-        """Percentiles of authentic passages in their own windows (themselves left out):
-        the pool W0 is drawn from. At most `max_pool` passages (a seeded subsample)."""
-        candidates = np.flatnonzero(np.isfinite(self.values[kind]) & (True if eligible is None else eligible))
-        if candidates.size > max_pool:
-            candidates = np.sort(np.random.default_rng(seed).choice(candidates, size=max_pool, replace=False))
-        out = []
-        for i in candidates:
-            members = self.window(self.date[i], int(self.bin[i]), exclude=int(i))
-            values = self.values[kind][members]
-            values = values[np.isfinite(values)]
-            if values.size >= min_window:
-                out.append(percentile_in(values, self.values[kind][i]))
-        return np.asarray(out, dtype=float)
+    def own_percentiles(self, kind: str) -> np.ndarray:
+        """Every passage's percentile in its own window with its own volume left out
+        (typicality.compute_lovo_qs); NaN for an empty window. One sorted window per
+        (length bin, year), then the passage's own volume subtracted."""
+        values, bins = self.values[kind], self.bins[kind]
+        out = np.full(self.date.size, np.nan)
+        finite = np.isfinite(values)
+        for b in np.unique(bins[finite]):
+            in_bin = np.flatnonzero(finite & (bins == b))
+            for year in np.unique(self.date[in_bin]):
+                window = np.sort(values[in_bin[np.abs(self.date[in_bin] - year) <= WINDOW_YEARS]])
+                targets = in_bin[self.date[in_bin] == year]
+                below = np.searchsorted(window, values[targets], side="left").astype(float)
+                size = np.full(targets.size, float(window.size))
+                for k, i in enumerate(targets):
+                    same = in_bin[(self.volume[in_bin] == self.volume[i]) & (np.abs(self.date[in_bin] - year) <= WINDOW_YEARS)]
+                    size[k] -= same.size
+                    below[k] -= np.count_nonzero(values[same] < values[i])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[targets] = np.where(size > 0, below / np.maximum(size, 1), np.nan)
+        return out
+
+
+def _volume_blocked(cell: dict, n: int, rng: random.Random) -> list[int]:
+    """n passages from {volume: [passages]}, round-robin across the volumes in a shuffled
+    order, each volume's passages shuffled and revisited once exhausted
+    (typicality.volume_blocked_sample)."""
+    shuffled = {v: rng.sample(rows, len(rows)) for v, rows in cell.items() if rows}
+    if not shuffled or n <= 0:
+        return []
+    volumes = list(shuffled)
+    rng.shuffle(volumes)
+    out: list[int] = []
+    position = dict.fromkeys(volumes, 0)
+    while len(out) < n:
+        for v in volumes:
+            if len(out) >= n:
+                break
+            rows = shuffled[v]
+            out.append(rows[position[v] % len(rows)])
+            position[v] += 1
+    return out
+
+
+def decade(date) -> int:
+    return (int(date) // 10) * 10
+
+
+def null_baseline(reference: Reference, kind: str, profile: Counter, draws: int = 2000, seed: int = NULL_SEED) -> dict:
+    """W0 (date) or mu0 (authenticity): the mean statistic of `draws` pseudo-models drawn
+    to the model's (decade, length bin) profile from the reference's own percentiles.
+    Returns {"value", "sd", "draws", "unmet"} (unmet: pseudo-answers an empty cell could
+    not supply, summed over draws)."""
+    own = reference.own_percentiles(kind)
+    cells: dict = {}
+    for i in np.flatnonzero(np.isfinite(reference.values[kind])):
+        key = (decade(reference.date[i]), int(reference.bins[kind][i]))
+        cells.setdefault(key, {}).setdefault(reference.volume[i], []).append(int(i))
+    rng = random.Random(seed)
+    stats, unmet = [], 0
+    for _ in range(draws):
+        drawn = []
+        for key, n in profile.items():
+            cell = cells.get(key)
+            if not cell:
+                unmet += n
+                continue
+            rows = _volume_blocked(cell, n, rng)
+            unmet += max(0, n - len(rows))
+            drawn += rows
+        values = own[drawn]
+        values = values[np.isfinite(values)]
+        if kind == DATE:
+            stats.append(wasserstein_to_uniform(values) if values.size else math.nan)
+        else:
+            stats.append(float(values.mean()) if values.size else math.nan)
+    stats = np.asarray(stats, dtype=float)
+    return {"value": float(np.nanmean(stats)), "sd": float(np.nanstd(stats)), "draws": draws, "unmet": unmet}
