@@ -36,6 +36,7 @@ every passage as its own volume.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -190,24 +191,17 @@ class Reference:
 
 
 def _volume_blocked(cell: dict, n: int, rng: random.Random) -> list[int]:
-    """n passages from {volume: [passages]}, round-robin across the volumes in a shuffled
-    order, each volume's passages shuffled and revisited once exhausted
-    (typicality.volume_blocked_sample)."""
+    """n passages from {volume: [passages]}: each volume's passages in a shuffled order,
+    then the volumes in a shuffled order, taken one passage per volume per round and
+    revisited once exhausted (the draws of the authors' typicality.volume_blocked_sample,
+    so the same seed gives the same pseudo-model)."""
     shuffled = {v: rng.sample(rows, len(rows)) for v, rows in cell.items() if rows}
     if not shuffled or n <= 0:
         return []
     volumes = list(shuffled)
     rng.shuffle(volumes)
-    out: list[int] = []
-    position = dict.fromkeys(volumes, 0)
-    while len(out) < n:
-        for v in volumes:
-            if len(out) >= n:
-                break
-            rows = shuffled[v]
-            out.append(rows[position[v] % len(rows)])
-            position[v] += 1
-    return out
+    rounds = (shuffled[v][r % len(shuffled[v])] for r in itertools.count() for v in volumes)
+    return list(itertools.islice(rounds, n))
 
 
 def decade(date) -> int:
