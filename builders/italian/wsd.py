@@ -23,7 +23,8 @@ printed beside the paper's figures, `funnel`):
    embeddings, `--embedding-model`) must be below 0.7 (`--wsd-similarity-threshold`);
 5. five distractors, as the paper makes them: for a single word, other senses of the same
    word from a Wiktionary extract in the wiktextract/kaikki JSON Lines format
-   (`--wiktionary FILE`, `Wiktionary`); for a phrase (or a word with too few senses), the
+   (`--wiktionary FILE`, `Wiktionary`; the sense closest to the answer is the answer's own
+   sense and is never offered); for a phrase (or a word with too few senses), the
    chat model (`--chat-model`). When neither gives five, an OFFLINE FALLBACK fills the
    rest with the answers of other entries most similar to this answer (not the paper's
    method: it turns the task into matching a gloss to its phrase; every such candidate is
@@ -407,7 +408,7 @@ def choose_distractors(
     for k, entry in enumerate(entries):
         proposals: list[tuple[str, str]] = []
         if wiktionary is not None and is_single_word(entry):
-            proposals += wiktionary.distractors(entry.text)
+            proposals += _without_own_sense(entry, wiktionary.distractors(entry.text), embedder, stats)
         if chat_lists is not None:
             proposals += [(s, "chat model") for s in chat_lists[k]]
         checked = _filter(entry, proposals, embedder, threshold, stats)[:need]
@@ -427,6 +428,18 @@ def choose_distractors(
                 if len(checked) >= need:
                     break
         entry.distractors = checked[:need]
+
+
+def _without_own_sense(entry: Entry, senses: list[tuple[str, str]], embedder: Embedder, stats: Counter) -> list[tuple[str, str]]:
+    """The dictionary lists the sense the commentators explain too: the sense closest to
+    the answer is taken to be that one and never offered as a distractor."""
+    if not senses:
+        return senses
+    vectors = embedder.encode([entry.answer] + [t for t, _ in senses])
+    sims = similarities(vectors[1:], vectors[0])
+    own = int(np.argmax(sims))
+    stats["Wiktionary senses closest to the answer (taken as the answer's own sense; not offered)"] += 1
+    return [s for i, s in enumerate(senses) if i != own]
 
 
 def _filter(entry: Entry, proposals: list[tuple[str, str]], embedder: Embedder, threshold: float, stats: Counter) -> list[tuple[str, str]]:

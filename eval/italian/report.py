@@ -84,6 +84,20 @@ def chance(task: str) -> float | None:
 
 def results_figure(runs: list[dict], path: Path) -> Path | None:
     """The figure of the module doc, written to `path` (PNG); None when nothing to draw."""
+    import matplotlib.pyplot as plt
+
+    fig = draw_results(runs)
+    if fig is None:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_results(runs: list[dict]):
+    """The matplotlib figure of the module doc (None when no task has results)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,11 +168,7 @@ def results_figure(runs: list[dict], path: Path) -> Path | None:
     fig.suptitle(FIGURE_TITLE, fontsize=10)
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 5), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 0.94))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def demo_section(built, work_dir: Path, report_dir: Path) -> ReportSection:

@@ -126,3 +126,52 @@ def leggomanzoni_clone(realdata: Path, root: Path, commentators: list[str] | Non
     (root / "app.js").write_text("// web application\n", encoding="utf-8")
     (root / "README.md").write_text("# LeggoManzoni\n", encoding="utf-8")
     return root
+
+
+def quarantana_chapter(path: Path, words: list[str], chapter: int = 1) -> list[str]:
+    """A Quarantana chapter as LeggoManzoni encodes it (one <w xml:id="cN_1000k"> per word,
+    a figure and a heading before the first passage); returns the word ids."""
+    from lxml import etree
+
+    div = etree.Element("div", type="capitolo", n=str(chapter))
+    div.set("{http://www.w3.org/XML/1998/namespace}id", f"capitolo{chapter}")
+    figure = etree.SubElement(etree.SubElement(div, "p"), "figure")
+    figure.set("{http://www.w3.org/XML/1998/namespace}id", f"c{chapter}_16098")
+    etree.SubElement(div, "head").text = f"CAPITOLO {chapter}"
+    p = etree.SubElement(div, "p")
+    etree.SubElement(p, "milestone", unit="comma", n="1")
+    ids = []
+    for k, word in enumerate(words, start=1):
+        w = etree.SubElement(p, "w")
+        w.set("{http://www.w3.org/XML/1998/namespace}id", f"c{chapter}_{10000 + k}")
+        w.text = word
+        ids.append(f"c{chapter}_{10000 + k}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    etree.ElementTree(div).write(str(path), encoding="utf-8", xml_declaration=True)
+    return ids
+
+
+def commentary(path: Path, title: str, notes: list[dict], chapter: int = 1) -> None:
+    """A LeggoManzoni commentary file: notes [{"id", "start", "end"?, "ref", "text", "type"?}]."""
+    from lxml import etree
+
+    tei = "http://www.tei-c.org/ns/1.0"
+    root = etree.Element(f"{{{tei}}}TEI", nsmap={None: tei})
+    title_stmt = etree.SubElement(etree.SubElement(etree.SubElement(root, f"{{{tei}}}teiHeader"), f"{{{tei}}}fileDesc"),
+                                  f"{{{tei}}}titleStmt")
+    etree.SubElement(title_stmt, f"{{{tei}}}title").text = title
+    div = etree.SubElement(etree.SubElement(etree.SubElement(root, f"{{{tei}}}text"), f"{{{tei}}}body"), f"{{{tei}}}div")
+    for note in notes:
+        el = etree.SubElement(div, f"{{{tei}}}note", type=note.get("type", "comm"),
+                              target=f"quarantana/cap{chapter}.xml#{note['start']}")
+        el.set("{http://www.w3.org/XML/1998/namespace}id", note["id"])
+        if note.get("end"):
+            el.set("targetEnd", f"quarantana/cap{chapter}.xml#{note['end']}")
+        if note.get("ref") is not None:
+            ref = etree.SubElement(el, f"{{{tei}}}ref", rend="bold")
+            ref.text = note["ref"]
+            ref.tail = ":  " + note["text"]
+        else:
+            el.text = note["text"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    etree.ElementTree(root).write(str(path), encoding="utf-8", xml_declaration=True)

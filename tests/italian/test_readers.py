@@ -10,10 +10,10 @@ import yaml
 from lxml import etree
 
 from histbench.builders.core.errors import SourceError
-from histbench.builders.italian.bibit import Book, Poem, cut_snippets, read_book, read_books, verse_sentences
+from histbench.builders.italian.bibit import Book, Poem, cut_snippets, read_book, verse_sentences
 from histbench.builders.italian.letters import EntityScheme, read_letter, select_subset
 from histbench.builders.italian.manzoni import same_phrase
-from histbench.builders.italian.tei import BadFiles, parse_xml
+from histbench.builders.italian.tei import parse_xml
 
 from .conftest import REPO
 
@@ -98,7 +98,7 @@ def test_verse_snippets_end_sentences_within_one_poem_3_3():
     poems = []
     for _ in range(12):
         lines = []
-        for n in range(int(rnd.integers(8, 30))):
+        for _ in range(int(rnd.integers(8, 30))):
             words = " ".join(["parola"] * int(rnd.integers(3, 9)))
             end = "." if rnd.random() < 0.3 else ","
             lines.append(words + end)
