@@ -3,10 +3,10 @@
 Reading: every file in the folder (recursively) that starts with "<" (after a byte order
 mark; UTF-8 or UTF-16) and has a `TEI.2` or `TEI` root is a book; files that are not XML
 (README, JSON dumps, zip archives) are counted and skipped; an empty file, a file that is
-not well-formed XML or a TEI book without a header or an author is an error naming it
+not well-formed XML or a TEI book without a header is an error naming it
 (`--skip-bad-files` skips and counts it instead). NUL bytes are removed before parsing
 (`tei.parse_xml`) and each removal is named in the summary. From the header: title,
-author (titleStmt, else sourceDesc), language(s) (langUsage), genre (the
+author (titleStmt, else sourceDesc; "" for an anonymous work), language(s) (langUsage), genre (the
 `keywords scheme="CGB"` term, e.g. "Poesia", "Narrativa"), the `creation/date`.
 
 Text units (what snippets are cut from):
@@ -196,8 +196,8 @@ def read_book(path: Path, notes: list[str] | None = None) -> Book | None:
     author_alt = plain_text(source_author) if source_author is not None else None
     if not author and author_alt:
         author, author_alt = author_alt, None
-    if not author:
-        raise SourceError("the book's header names no author (titleStmt/author or sourceDesc author)", file=path)
+    # an anonymous work (e.g. the Liber Maiolichinus) names no author: it is read, and the
+    # tasks that need an author's birth year count it and leave it out
     languages = []
     usage = find_first(header, "langUsage")
     if usage is not None:

@@ -297,6 +297,9 @@ class _Run:
             if book.languages and not any(lang.startswith("it") for lang in book.languages):
                 stats["books not in Italian (langUsage; excluded)"] += 1
                 continue
+            if not book.author:
+                stats["books that name no author (anonymous works; excluded)"] += 1
+                continue
             author = table.find(book.author, book.author_alt)
             if author is None:
                 missing.setdefault(book.author, []).append(book.id)

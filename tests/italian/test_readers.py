@@ -150,3 +150,12 @@ def test_subset_chi_square_preserves_distribution_3_2():
     sub = counts[chosen].sum(0)
     assert test["chi2"] == pytest.approx(chisquare(sub, p * sub.sum()).statistic)
     assert test["dof"] == 3 and test["p_value"] > 0.5
+
+
+def test_an_anonymous_book_is_read_and_left_out_of_the_author_tasks(tmp_path):
+    # the real corpus holds 22 works that name no author (bibit000029, the Liber Maiolichinus)
+    path = tmp_path / "bibit000029"
+    path.write_text(
+        "<TEI.2><teiHeader><fileDesc><titleStmt><title>Liber Maiolichinus</title></titleStmt></fileDesc></teiHeader>"
+        "<text><body><div1><lg><l>Prima riga.</l></lg></div1></body></text></TEI.2>", encoding="utf-8")
+    assert read_book(path).author == ""
