@@ -235,8 +235,11 @@ class _Run:
               + f"\nScreening: {methods['screening']}. Answers: {methods['synthesis']}. Distractors: "
               + ", ".join(f"{k} {v}" for k, v in sorted(sources.items())) + ".")
         if fallback_rows:
+            missing = [o for o, given in (("--wiktionary", wiktionary is not None), ("--chat-model", chat is not None)) if not given]
             md += (f" **{fallback_rows} of {len(rows)} questions use offline-fallback distractors** (answers of other "
-                   "entries, not the paper's method: give --wiktionary and --chat-model for the paper's distractors).")
+                   "entries, not the paper's method"
+                   + (f": give {' and '.join(missing)} for the paper's distractors)." if missing
+                      else ": the dictionary and the chat model gave fewer than five usable ones)."))
         if chat is None:
             md += " **Screening and answers are the offline stand-in**, not the paper's LLM steps (give --chat-model)."
         for line in [f"wsd funnel: {f['step']}: {f['this build']:,}" + ("" if f["paper (3.1)"] is None else f" (paper: {f['paper (3.1)']:,})")
