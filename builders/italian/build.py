@@ -205,8 +205,8 @@ class _Run:
         if self.ctx.path("wiktionary") is not None:
             wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in chosen if W.is_single_word(e)})
             self.summary["wiktionary"] = dict(wiktionary.stats)
-        chat_lists = W.chat_distractors(chosen, chat, prompts, W.N_CANDIDATES - 1) if chat is not None else None
-        W.choose_distractors(chosen, passing, self.embedder, threshold, wiktionary, chat_lists, stats)
+        ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
+        W.choose_distractors(chosen, passing, self.embedder, threshold, wiktionary, ask_chat, stats)
         rows = []
         sources: Counter = Counter()
         fallback_rows = 0

@@ -399,20 +399,28 @@ def is_single_word(entry: Entry) -> bool:
 
 def choose_distractors(
     entries: list[Entry], pool: list[Entry], embedder: Embedder, threshold: float, wiktionary: Wiktionary | None,
-    chat_lists: list[list[str]] | None, stats: Counter,
+    ask_chat, stats: Counter,
 ) -> None:
-    """Fill entry.distractors (five each when possible) from the sources in order (module doc, step 5)."""
+    """Fill entry.distractors (five each when possible) from the sources in order (module
+    doc, step 5). `ask_chat(entries)` returns the chat model's proposals for the entries the
+    dictionary could not serve (None: no chat model)."""
     need = N_CANDIDATES - 1
+    checked: list[list[tuple[str, str]]] = []
+    for entry in entries:
+        proposals = []
+        if wiktionary is not None and is_single_word(entry):
+            proposals = _without_own_sense(entry, wiktionary.distractors(entry.text), embedder, stats)
+        checked.append(_filter(entry, proposals, embedder, threshold, stats)[:need])
+    short = [k for k, found in enumerate(checked) if len(found) < need]
+    if ask_chat is not None and short:
+        for k, lists in zip(short, ask_chat([entries[k] for k in short]), strict=True):
+            taken = {t.lower() for t, _ in checked[k]}
+            extra = [(t, "chat model") for t in lists if t.strip().lower() not in taken]
+            checked[k] += _filter(entries[k], extra, embedder, threshold, stats)[:need - len(checked[k])]
     pool_answers = [e.answer for e in pool]
     pool_vectors = embedder.encode(pool_answers) if pool_answers else None
-    for k, entry in enumerate(entries):
-        proposals: list[tuple[str, str]] = []
-        if wiktionary is not None and is_single_word(entry):
-            proposals += _without_own_sense(entry, wiktionary.distractors(entry.text), embedder, stats)
-        if chat_lists is not None:
-            proposals += [(s, "chat model") for s in chat_lists[k]]
-        checked = _filter(entry, proposals, embedder, threshold, stats)[:need]
-        if len(checked) < need and len(pool) > 1 and pool_vectors is not None:
+    for entry, found in zip(entries, checked, strict=True):
+        if len(found) < need and len(pool) > 1 and pool_vectors is not None:
             position = next((i for i, e in enumerate(pool) if e is entry), None)
             if position is not None:
                 sims = similarities(pool_vectors, pool_vectors[position])
@@ -422,12 +430,12 @@ def choose_distractors(
                 other = pool[int(j)]
                 if other is entry or other.text.lower() == entry.text.lower() or sims[j] >= threshold:
                     continue
-                if any(other.answer.lower() == t.lower() for t, _ in checked) or other.answer.lower() == entry.answer.lower():
+                if any(other.answer.lower() == t.lower() for t, _ in found) or other.answer.lower() == entry.answer.lower():
                     continue
-                checked.append((other.answer, f"{FALLBACK} ({other.text})"))
-                if len(checked) >= need:
+                found.append((other.answer, f"{FALLBACK} ({other.text})"))
+                if len(found) >= need:
                     break
-        entry.distractors = checked[:need]
+        entry.distractors = found[:need]
 
 
 def _without_own_sense(entry: Entry, senses: list[tuple[str, str]], embedder: Embedder, stats: Counter) -> list[tuple[str, str]]:

@@ -88,3 +88,25 @@ def test_cut_off_answers_are_failures_and_long_letters_get_a_larger_budget(chat_
     budgets = sorted(b["max_tokens"] for b in bodies)
     n_chars = max(len(r["text"]) for r in rows(built.path, "ner_classense"))
     assert budgets == [1500, math.ceil(0.5 * n_chars)] and budgets[1] > 1500
+
+
+def test_chat_distractors_only_where_wiktionary_falls_short(chat_server, tmp_path):
+    from .fixtures import kaikki_entry
+
+    glosses = ["tratto di costa marina", "fianco di un monte", "regione affacciata sul mare", "striscia di terreno coltivato",
+               "linea di alture parallela a un fiume", "pendio boscoso", "territorio amministrato da una città costiera"]
+    path = tmp_path / "it.jsonl"
+    path.write_text(kaikki_entry("costiera", "noun", glosses) + "\n", encoding="utf-8")
+    asked = []
+
+    def answer(messages):
+        if '"distractors"' in messages[-1]["content"]:
+            asked.append(messages[-1]["content"].split("«", 1)[1].split("»", 1)[0])
+        return _builder_answer(messages)
+
+    server = chat_server(answer)
+    out = build(tmp_path, {"leggomanzoni": str(SAMPLE / "leggomanzoni"), "wiktionary": str(path)},
+                chat_model=server.spec(), wsd_questions=0)
+    costiera = next(r for r in rows(out, "wsd") if r["target_phrase"] == "costiera")
+    assert all(s in ("gold",) or s.startswith("wiktionary: costiera") for s in costiera["candidate_sources"])
+    assert "costiera" not in asked and len(asked) == len(rows(out, "wsd")) - 1
