@@ -73,7 +73,7 @@ build-mher: $(VENV)/.core
 	$(HB) build mher $(if $(REGISTRY),--registry $(REGISTRY)) $(BUILD_ARGS)
 
 build-italian: $(VENV)/.demo
-	$(HB) build italian $(if $(LEGGOMANZONI),--leggomanzoni $(LEGGOMANZONI)) \
+	$(HB) build italian $(if $(LEGGOMANZONI),--leggomanzoni $(LEGGOMANZONI)) $(if $(WIKTIONARY),--wiktionary $(WIKTIONARY)) \
 	  $(if $(CLASSENSE),--classense $(CLASSENSE)) $(if $(BELLINI),--bellini $(BELLINI)) \
 	  $(if $(BIBIT),--bibit $(BIBIT)) $(if $(CAVALCANTI),--cavalcanti $(CAVALCANTI)) \
 	  $(if $(DANTESOURCES),--dantesources $(DANTESOURCES)) $(if $(AUTHORS),--authors $(AUTHORS)) $(BUILD_ARGS)

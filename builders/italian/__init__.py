@@ -1,4 +1,5 @@
-"""Historical Italian benchmark (paper 003): eight tasks from TEI, CoNLL-U and RDF sources.
+"""Historical Italian benchmark ("Repurposing and Adapting Language Resources for a Historical
+Italian Large Language Model Benchmark"): eight tasks from TEI, CoNLL-U and RDF sources.
 
 | config | source role(s) | paper |
 | --- | --- | --- |
@@ -8,6 +9,9 @@
 | chrono_ranking, authorship | bibit (+ authors table) | 3.3 |
 | head, deprel | cavalcanti | 3.4 |
 | intertext | dantesources + bibit | 3.5 |
+
+`wiktionary` (a wiktextract/kaikki JSON Lines extract) gives the WSD distractors of single
+words; it builds no task of its own.
 
 Any source may be omitted: its tasks are then absent and the summary says so. The
 authors table defaults to the shipped `sources/italian/authors.csv`; `--authors FILE`
@@ -43,7 +47,6 @@ DEFAULTS = {
     "wsd_max_phrase_words": 8,
     "wsd_similarity_threshold": 0.7,
     "wsd_questions": 200,
-    "wsd_synonyms": None,
     "classense_subset": 25,
     "classense_subset_draws": 5000,
     "bellini_languages": ["it"],
@@ -59,6 +62,8 @@ DEFAULTS = {
     "intertext_query": None,
     "intertext_chunk_lines": 4,
     "intertext_min_score": 60.0,
+    "rdf_max_triples": 10_000_000,
+    "skip_bad_files": False,
 }
 
 
@@ -95,7 +100,6 @@ class ItalianBuilder(BenchmarkBuilder):
         w.add_argument("--wsd-max-phrase-words", type=int, default=8, help="notes covering more words are passage comments (default 8)")
         w.add_argument("--wsd-similarity-threshold", type=float, default=0.7, help="keep entries whose phrase-answer similarity is below this (default 0.7)")
         w.add_argument("--wsd-questions", type=int, default=200, help="questions drawn (seeded) from the entries that pass (default 200; 0 = all)")
-        w.add_argument("--wsd-synonyms", type=Path, help="synonym dictionary (CSV/TSV/JSON/JSONL: word, synonyms[, gloss]) for distractors")
         n = parser.add_argument_group("ner (3.2)")
         n.add_argument("--classense-subset", type=int, default=25, help="letters in the Classense subset (default 25; 0 = all)")
         n.add_argument("--classense-subset-draws", type=int, default=5000, help="seeded candidate subsets compared by chi-square (default 5000)")
@@ -115,6 +119,11 @@ class ItalianBuilder(BenchmarkBuilder):
         i.add_argument("--intertext-query", type=Path, help="SPARQL query file (default: sources/italian/dantesources.rq)")
         i.add_argument("--intertext-chunk-lines", type=int, default=4)
         i.add_argument("--intertext-min-score", type=float, default=60.0, help="rapidfuzz score (0-100) a cited text must reach in the poem")
+        i.add_argument("--rdf-max-triples", type=int, default=DEFAULTS["rdf_max_triples"],
+                       help="refuse a DanteSources graph with more triples than this (default 10,000,000)")
+        r = parser.add_argument_group("whole-corpus builds")
+        r.add_argument("--skip-bad-files", action="store_true",
+                       help="skip damaged files (empty, not well-formed, not TEI, cut CoNLL-U) and count them, instead of stopping")
 
     def options_from_args(self, args: argparse.Namespace) -> dict:
         return {
@@ -127,7 +136,6 @@ class ItalianBuilder(BenchmarkBuilder):
             "wsd_max_phrase_words": args.wsd_max_phrase_words,
             "wsd_similarity_threshold": args.wsd_similarity_threshold,
             "wsd_questions": args.wsd_questions,
-            "wsd_synonyms": str(args.wsd_synonyms) if args.wsd_synonyms else None,
             "classense_subset": args.classense_subset,
             "classense_subset_draws": args.classense_subset_draws,
             "bellini_languages": args.bellini_languages,
@@ -143,6 +151,8 @@ class ItalianBuilder(BenchmarkBuilder):
             "intertext_query": str(args.intertext_query) if args.intertext_query else None,
             "intertext_chunk_lines": args.intertext_chunk_lines,
             "intertext_min_score": args.intertext_min_score,
+            "rdf_max_triples": args.rdf_max_triples,
+            "skip_bad_files": args.skip_bad_files,
         }
 
     def demo_options(self) -> dict:

@@ -1,25 +1,35 @@
 """Biblioteca Italiana books (TEI P4, `TEI.2`, no file extension) -> texts, poems, snippets (2.4, 3.3, 3.5).
 
-Reading: every file in the folder (recursively) that parses as XML with a `TEI.2` or `TEI`
-root is a book; other files (README, JSON dumps) are counted and skipped. From the
-header: title, author (titleStmt, else sourceDesc), language(s) (langUsage), genre (the
+Reading: every file in the folder (recursively) that starts with "<" (after a byte order
+mark; UTF-8 or UTF-16) and has a `TEI.2` or `TEI` root is a book; files that are not XML
+(README, JSON dumps, zip archives) are counted and skipped; an empty file, a file that is
+not well-formed XML or a TEI book without a header is an error naming it
+(`--skip-bad-files` skips and counts it instead). NUL bytes are removed before parsing
+(`tei.parse_xml`) and each removal is named in the summary. From the header: title,
+author (titleStmt, else sourceDesc; "" for an anonymous work), language(s) (langUsage), genre (the
 `keywords scheme="CGB"` term, e.g. "Poesia", "Narrativa"), the `creation/date`.
 
 Text units (what snippets are cut from):
 
-- verse: each `<l>` is a line; lines split between speakers (`part="I"`, `"M"`, `"F"`) are
-  joined into one; a new `lg` or a new poem (`div*`) starts a stanza, shown as an empty
-  line between verses;
+- verse: each poem (the innermost `div*` holding `<l>` lines) keeps its lines; lines split
+  between speakers (`part="I"`, `"M"`, `"F"`) are joined into one; a new `lg` starts a
+  stanza (shown as an empty line);
 - prose: `<p>` text is split into sentences (after . ! ? … followed by a space and an
   upper-case letter or a quote);
 - left out: `head`, `speaker`, `stage`, `note`, `argument`, `castList`, `trailer`,
   front and back matter, and anything marked in a language other than Italian
   (`lang`/`xml:lang` not "ita"/"it"), e.g. Latin stanzas.
 
-Snippets (3.3): units are accumulated in order and a snippet is emitted as soon as it
-holds at least `min_chars` characters; a unit that would take it past `max_chars` starts a
-new snippet (the short one collected so far is dropped and counted); a unit longer than
-`max_chars` on its own is skipped and counted. Snippets never cross books.
+Snippets (3.3: "split at natural sentence endings"): the text is cut into sentences, and
+sentences are accumulated in order; a snippet is emitted as soon as it holds at least
+`min_chars` characters; a sentence that would take it past `max_chars` starts a new snippet
+(the short text collected so far is dropped and counted); a sentence longer than
+`max_chars` on its own is skipped and counted. Verse: the sentences of one poem, its lines
+joined with newlines (an empty line between stanzas); a sentence ends at . ! ? or …
+(closing quotes allowed) at the end of a line, or inside a line when a capital letter
+follows, and at the end of the poem (a poem's last sentence may lack end punctuation,
+as in stanzas of libretti; such snippets are counted); snippets never cross poems.
+Prose: sentences are joined with spaces and never cross books.
 """
 
 from __future__ import annotations
@@ -31,7 +41,18 @@ from pathlib import Path
 
 from histbench.builders.core.errors import SourceError
 
-from .tei import children, find_all, find_first, inherited_lang, local, normalise_space, parse_xml, plain_text
+from .tei import (
+    BadFiles,
+    children,
+    find_all,
+    find_first,
+    inherited_lang,
+    local,
+    looks_like_xml,
+    normalise_space,
+    parse_xml,
+    plain_text,
+)
 
 ITALIAN = ("ita", "it", "it-x-800")
 _UNIT_SKIP = {"head", "speaker", "stage", "note", "argument", "castList", "trailer", "front", "back", "fw",
@@ -42,11 +63,23 @@ _DIV = re.compile(r"^div\d?$")
 
 @dataclass
 class Poem:
-    """A poem (a div holding verse) with its lines in order."""
+    """A poem (a div holding verse) with its lines in order; `stanza_starts` are the
+    indices of the lines that open a new stanza (the first line excluded)."""
 
     index: int
     title: str
     lines: list[str]
+    stanza_starts: list[int] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The poem as shown in snippets: lines joined by newlines, an empty line between stanzas."""
+        parts = []
+        starts = set(self.stanza_starts)
+        for n, line in enumerate(self.lines):
+            if n:
+                parts.append("\n\n" if n in starts else "\n")
+            parts.append(line)
+        return "".join(parts)
 
 
 @dataclass
@@ -71,7 +104,7 @@ def _is_italian(element) -> bool:
 
 
 def _line_text(line) -> str:
-    return plain_text(line, skip=("note", "del", "fw", "figure", "sic"))
+    return plain_text(line, skip=("note", "del", "fw", "figure", "sic", "stage", "speaker"))
 
 
 def _verse_units(text_el, stats: Counter) -> tuple[list[str], list[Poem]]:
@@ -95,6 +128,7 @@ def _verse_units(text_el, stats: Counter) -> tuple[list[str], list[Poem]]:
         head = find_first(div, "head")
         title = plain_text(head) if head is not None else ""
         poem_lines: list[str] = []
+        stanza_starts: list[int] = []
         flush_stanza()
         last_group = None
         for line in lines:
@@ -116,12 +150,14 @@ def _verse_units(text_el, stats: Counter) -> tuple[list[str], list[Poem]]:
             else:
                 if last_group is not None and group is not last_group and local(group) in ("lg", "sp"):
                     flush_stanza()
+                    if poem_lines:
+                        stanza_starts.append(len(poem_lines))
                 units.append(text)
                 poem_lines.append(text)
             last_group = group
             pending_part = part if part in ("I", "M") else None
         if poem_lines:
-            poems.append(Poem(len(poems), title, poem_lines))
+            poems.append(Poem(len(poems), title, poem_lines, stanza_starts))
     while units and units[-1] == "":
         units.pop()
     return units, poems
@@ -142,9 +178,9 @@ def _prose_units(text_el, stats: Counter) -> list[str]:
     return units
 
 
-def read_book(path: Path) -> Book | None:
+def read_book(path: Path, notes: list[str] | None = None) -> Book | None:
     """A Biblioteca Italiana book, or None when the file is XML but not a TEI book."""
-    root = parse_xml(path).getroot()
+    root = parse_xml(path, notes).getroot()
     if local(root) not in ("TEI.2", "TEI"):
         return None
     stats: Counter = Counter()
@@ -160,8 +196,8 @@ def read_book(path: Path) -> Book | None:
     author_alt = plain_text(source_author) if source_author is not None else None
     if not author and author_alt:
         author, author_alt = author_alt, None
-    if not author:
-        raise SourceError("the book's header names no author (titleStmt/author or sourceDesc author)", file=path)
+    # an anonymous work (e.g. the Liber Maiolichinus) names no author: it is read, and the
+    # tasks that need an author's birth year count it and leave it out
     languages = []
     usage = find_first(header, "langUsage")
     if usage is not None:
@@ -201,17 +237,25 @@ def read_book(path: Path) -> Book | None:
     )
 
 
-def read_books(folder: Path) -> tuple[list[Book], Counter]:
+def read_books(folder: Path, bad: BadFiles | None = None, notes: list[str] | None = None) -> tuple[list[Book], Counter]:
+    """Every TEI book under `folder`; damaged files go to `bad` (an error unless skipping)."""
+    bad = bad or BadFiles()
     stats: Counter = Counter()
     books: list[Book] = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.name.startswith(".")):
-        head = path.read_bytes()[:4096].lstrip()
-        if not head.startswith(b"<"):
-            stats["files that are not XML (skipped)"] += 1
+        try:
+            if path.stat().st_size == 0:
+                raise SourceError("the file is empty (expected a TEI book)", file=path)
+            if not looks_like_xml(path):
+                stats["files that are not XML (README, JSON, archives; not read)"] += 1
+                continue
+            book = read_book(path, notes)
+        except SourceError as exc:
+            bad.handle(exc, "bibit")
+            stats["damaged files skipped (--skip-bad-files)"] += 1
             continue
-        book = read_book(path)
         if book is None:
-            stats["XML files that are not TEI books (skipped)"] += 1
+            stats["XML files that are not TEI books (not read)"] += 1
             continue
         books.append(book)
         stats.update(book.stats)
@@ -227,60 +271,75 @@ class Snippet:
     text: str
 
 
+_VERSE_END = re.compile(r"[.!?…][»”’\"')\]]*")
+
+
+def verse_sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of a poem's text (see the module doc)."""
+    spans = []
+    start = 0
+    for match in _VERSE_END.finditer(text):
+        end = match.end()
+        closing = re.match(r"[ \t]*[-–—](?=[ \t]*(?:\n|$))", text[end:])   # a dash closing direct speech
+        if closing:
+            end += closing.end()
+        rest = text[end:]
+        gap = len(rest) - len(rest.lstrip())
+        if end < len(text) and gap == 0:
+            continue                                  # "..." inside a word, "?»" glued to text
+        after = rest.lstrip(" \t")
+        at_line_end = not after or after.startswith("\n")
+        if not at_line_end and not re.match(r"[-–—«“\"'(\[]?\s*[A-ZÀ-ÖØ-Þ]", after):
+            continue                                  # mid-line, a lower-case word follows
+        if text[start:end].strip():
+            spans.append((start, end))
+        start = end + gap
+    if text[start:].strip():
+        spans.append((start, len(text.rstrip())))
+    return spans
+
+
 def cut_snippets(book: Book, min_chars: int, max_chars: int, stats: Counter) -> list[Snippet]:
-    """Snippets of `min_chars`..`max_chars` characters cut at line or sentence ends."""
-    joiner = "\n" if book.kind == "verse" else " "
+    """Snippets of `min_chars`..`max_chars` characters cut at sentence ends (module doc)."""
     snippets: list[Snippet] = []
-    buf: list[str] = []
-
-    def length(parts: list[str]) -> int:
-        return len(_join(parts, joiner))
-
-    def emit() -> None:
-        text = _join(buf, joiner)
-        snippets.append(Snippet(f"{book.id}-{len(snippets):04d}", book.id, book.author, text))
-
-    for unit in book.units:
-        if unit == "":
-            if buf:
-                buf.append("")
-            continue
-        if len(unit) > max_chars:
-            stats[f"{'lines' if book.kind == 'verse' else 'sentences'} longer than {max_chars} characters (skipped)"] += 1
-            if buf and length(buf) >= min_chars:
-                emit()
-            elif buf:
-                stats["text shorter than the minimum before a cut (dropped)"] += 1
-            buf = []
-            continue
-        if buf and length(buf + [unit]) > max_chars:
-            if length(buf) >= min_chars:
-                emit()
-            else:
-                stats["text shorter than the minimum before a cut (dropped)"] += 1
-            buf = []
-        buf.append(unit)
-        if length(buf) >= min_chars:
-            emit()
-            buf = []
-    if buf:
-        stats["text left at the end of a book, shorter than the minimum (dropped)"] += 1
+    if book.kind == "verse":
+        for poem in book.poems:
+            text = poem.text()
+            # consecutive sentences are sliced from the poem's text: line breaks stay as written
+            spans = verse_sentences(text)
+            for a, b in _accumulate(spans, lambda parts, t=text: t[parts[0][0]:parts[-1][1]], min_chars, max_chars,
+                                    "poem", stats):
+                snippets.append(Snippet(f"{book.id}-{len(snippets):04d}", book.id, book.author, text[a:b]))
+                if not _VERSE_END.fullmatch(text[a:b][-1:]) and not re.search(r"[.!?…][»”’\"')\]]*$", text[a:b]):
+                    stats["verse snippets ending where a poem ends without end punctuation (kept)"] += 1
+    else:
+        sentences = [(s, s) for s in book.units if s]
+        for a, _ in _accumulate(sentences, lambda parts: " ".join(p[0] for p in parts), min_chars, max_chars,
+                                "book", stats, prose=True):
+            snippets.append(Snippet(f"{book.id}-{len(snippets):04d}", book.id, book.author, a))
     return snippets
 
 
-def _join(parts: list[str], joiner: str) -> str:
-    """Lines joined with newlines, a stanza break as an empty line; no leading/trailing breaks."""
-    while parts and parts[0] == "":
-        parts = parts[1:]
-    while parts and parts[-1] == "":
-        parts = parts[:-1]
-    out: list[str] = []
-    for part in parts:
-        if part == "":
-            if out and out[-1] != "":
-                out.append("")
+def _accumulate(items: list, render, min_chars: int, max_chars: int, where: str, stats: Counter,
+                prose: bool = False) -> list[tuple]:
+    """Group consecutive items into snippets; returns (start, end) spans (verse) or
+    (text, text) pairs (prose)."""
+    out: list[tuple] = []
+    buf: list = []
+    for item in items:
+        if len(render([item])) > max_chars:
+            stats[f"sentences longer than {max_chars} characters (skipped)"] += 1
+            if buf:
+                stats["text shorter than the minimum before a cut (dropped)"] += 1
+            buf = []
             continue
-        out.append(part)
-    if joiner == "\n":
-        return "\n".join(out)
-    return joiner.join(p for p in out if p)
+        if buf and len(render(buf + [item])) > max_chars:
+            stats["text shorter than the minimum before a cut (dropped)"] += 1
+            buf = []
+        buf.append(item)
+        if len(render(buf)) >= min_chars:
+            out.append((render(buf), None) if prose else (buf[0][0], buf[-1][1]))
+            buf = []
+    if buf:
+        stats[f"text left at the end of a {where}, shorter than the minimum (dropped)"] += 1
+    return out

@@ -15,6 +15,7 @@ from histbench.builders.core.writer import BuildOutput, sha256_path
 
 from .authors import AuthorTable
 from .embeddings import Embedder, pair_similarity
+from .tei import BadFiles
 
 SPLIT = "test"
 
@@ -31,6 +32,8 @@ class _Run:
         self.book_stats: Counter | None = None
         self.citations = None
         self.chat = None
+        self.bad = BadFiles(bool(options["skip_bad_files"]))
+        self.repairs: list[str] = []       # repairs made while reading (NUL bytes removed), named per file
 
     # -- shared ------------------------------------------------------------------
 
@@ -63,7 +66,7 @@ class _Run:
         if self.books is None:
             from .bibit import read_books
 
-            self.books, self.book_stats = read_books(self.ctx.path("bibit"))
+            self.books, self.book_stats = read_books(self.ctx.path("bibit"), self.bad, self.repairs)
             if not self.books:
                 raise SourceError("no Biblioteca Italiana TEI books in this folder", file=self.ctx.path("bibit"))
         return self.books
@@ -83,8 +86,9 @@ class _Run:
         from .letters import (
             EntityScheme,
             detect_language,
-            is_letter,
             letter_files,
+            letter_kind,
+            parse_tei,
             read_letter,
             select_subset,
         )
@@ -95,17 +99,27 @@ class _Run:
         scheme = EntityScheme.from_config(corpus, yaml.safe_load(where.read_text(encoding="utf-8")), where)
         xml, other = letter_files(folder)
         stats: Counter = Counter()
-        stats["files that are not XML (skipped)"] = len(other)
+        stats["files that are not XML (README, templates; not read)"] = len(other)
         letters = []
+        not_letters: list[str] = []
         for path in xml:
-            if not is_letter(path):
-                stats["XML files that are not letters (entity lists, schemas; skipped)"] += 1
+            try:
+                root = parse_tei(path, self.repairs)
+                kind = letter_kind(root)
+                if kind != "letter":
+                    stats[("TEI entity lists and other fragments (not letters; not read)" if kind == "fragment"
+                           else "TEI documents without a correspDesc (not letters; not read)")] += 1
+                    not_letters.append(str(path.relative_to(folder)))
+                    continue
+                letter = read_letter(path, scheme, root)
+            except SourceError as exc:
+                self.bad.handle(exc, corpus)
+                stats["damaged files skipped (--skip-bad-files)"] += 1
                 continue
-            letter = read_letter(path, scheme)
             stats.update(letter.stats)
             letters.append(letter)
         if not letters:
-            raise SourceError(f"no TEI letters (files with a correspDesc) in the {corpus} folder", file=folder)
+            raise SourceError(f"no TEI letters (TEI files with a correspDesc) in the {corpus} folder", file=folder)
         stats["letters read"] = len(letters)
         if corpus == "bellini":
             keep_codes = [c.lower() for c in self.o["bellini_languages"]]
@@ -124,7 +138,7 @@ class _Run:
         counts = np.array([letter.type_counts(labels) for letter in letters], dtype=float).reshape(len(letters), len(labels))
         totals = counts.sum(axis=0)
         extra: dict = {"entity_types": labels, "corpus_entity_counts": dict(zip(labels, map(int, totals), strict=True)),
-                       "letters_in_corpus": len(letters)}
+                       "letters_in_corpus": len(letters), "tei_files_not_letters": not_letters}
         md = f"{len(letters)} letters"
         if corpus == "classense" and self.o["classense_subset"] and letters:
             chosen, test = select_subset(counts, int(self.o["classense_subset"]), self.ctx.seed, int(self.o["classense_subset_draws"]))
@@ -153,22 +167,25 @@ class _Run:
 
     def wsd(self) -> None:
         from . import wsd as W
-        from .manzoni import group_phrases, read_leggomanzoni
+        from .manzoni import NoteRules, group_phrases, read_leggomanzoni
 
-        read = read_leggomanzoni(self.ctx.path("leggomanzoni"))
+        config = yaml.safe_load(self.source("wsd_rules.yaml").read_text(encoding="utf-8"))
+        rules = W.Rules.from_config(config)
+        read = read_leggomanzoni(self.ctx.path("leggomanzoni"), NoteRules.from_config(config), self.bad, self.repairs)
         stats = Counter(read.stats)
+        distinct_spans = len({n.span for n in read.notes})
         phrases = group_phrases(read.notes, int(self.o["wsd_max_phrase_words"]), stats)
-        entries = W.make_entries(read, phrases, self.o["wsd_context"])
+        entries = W.make_entries(read, phrases, self.o["wsd_context"], stats)
         prompts = yaml.safe_load(self.source("prompts.yaml").read_text(encoding="utf-8"))["build"]
         chat = self.chat_client()
         if chat is not None:
-            W.chat_screen_and_answer(entries, chat, prompts, stats)
+            W.chat_screen_and_answer(entries, chat, prompts, rules, stats)
         else:
             for entry in entries:
-                entry.screening = W.offline_screen(entry)
+                entry.screening = W.offline_screen(entry, rules)
                 if entry.screening["kept"]:
-                    entry.answer = W.offline_answer(entry)
-                    entry.synthesis = "offline: consensus gloss"
+                    entry.answer = W.offline_answer(entry, rules)
+                    entry.synthesis = W.OFFLINE_SYNTHESIS
         kept = [e for e in entries if e.screening["kept"]]
         stats["entries screened out (not about meaning)"] = len(entries) - len(kept)
         threshold = float(self.o["wsd_similarity_threshold"])
@@ -184,24 +201,53 @@ class _Run:
             picks = sorted(int(i) for i in rng.choice(len(passing), size=limit, replace=False))
             chosen = [passing[i] for i in picks]
             stats[f"entries not drawn among the {limit} questions"] = len(passing) - limit
-        synonyms = W.load_synonyms(Path(self.o["wsd_synonyms"])) if self.o["wsd_synonyms"] else None
-        chat_lists = W.chat_distractors(chosen, chat, prompts, W.N_CANDIDATES - 1) if chat is not None else None
-        W.choose_distractors(chosen, passing, self.embedder, threshold, synonyms, chat_lists, stats)
+        wiktionary = None
+        if self.ctx.path("wiktionary") is not None:
+            wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in chosen if W.is_single_word(e)})
+            self.summary["wiktionary"] = dict(wiktionary.stats)
+        ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
+        W.choose_distractors(chosen, passing, self.embedder, threshold, wiktionary, ask_chat, stats)
         rows = []
-        sources = Counter()
+        sources: Counter = Counter()
+        fallback_rows = 0
         for entry in chosen:
             if len(entry.distractors) < W.N_CANDIDATES - 1:
                 stats["entries without five usable distractors (left out)"] += 1
                 continue
-            sources.update(s for _, s in entry.distractors)
+            kinds = [W.source_kind(s) for _, s in entry.distractors]
+            sources.update(kinds)
+            fallback_rows += any(k.startswith("offline fallback") for k in kinds)
             rows.append(W.to_record(entry, len(rows), rng, self.o["embedding_model"]))
-        source_kinds = Counter(s.split(" (")[0] for s in sources.elements())
-        md = (f"{stats['phrases explained by at least two commentators']} phrases explained by at least two of "
-              f"{len(read.commentators)} commentators; {len(kept)} kept by screening "
-              f"({'chat: ' + chat.spec if chat else 'offline short-gloss heuristic'}); {len(passing)} below the "
-              f"{threshold} similarity; distractors from " + ", ".join(f"{k} ({v})" for k, v in source_kinds.items()) + ".")
-        self.add("wsd", rows, {"counts": dict(stats), "commentators": read.commentators,
-                               "distractor_sources": dict(source_kinds)}, md)
+        funnel = W.funnel(stats, distinct_spans, len(kept), len(passing), len(rows))
+        methods = {
+            "screening": "chat: " + chat.spec if chat else W.OFFLINE_SCREENING,
+            "synthesis": "chat: " + chat.spec if chat else W.OFFLINE_SYNTHESIS,
+            "distractors": dict(sources),
+            "rows_with_offline_fallback_distractors": fallback_rows,
+        }
+        layout = read.layout
+        md = (f"{len(read.commentators)} commentators ({', '.join(read.commentators)}) read from "
+              f"`{layout.commentary_root}/`, {len(layout.chapters)} Quarantana chapters; not read: "
+              + ("; ".join(f"{k} ({v} files)" for k, v in sorted(layout.not_read.items())) or "nothing") + ".\n\n"
+              + "| step | this build | paper (3.1) |\n| --- | ---: | ---: |\n"
+              + "".join(f"| {f['step']} | {f['this build']:,} | {'' if f['paper (3.1)'] is None else format(f['paper (3.1)'], ',')} |\n"
+                        for f in funnel)
+              + f"\nScreening: {methods['screening']}. Answers: {methods['synthesis']}. Distractors: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(sources.items())) + ".")
+        if fallback_rows:
+            missing = [o for o, given in (("--wiktionary", wiktionary is not None), ("--chat-model", chat is not None)) if not given]
+            md += (f" **{fallback_rows} of {len(rows)} questions use offline-fallback distractors** (answers of other "
+                   "entries, not the paper's method"
+                   + (f": give {' and '.join(missing)} for the paper's distractors)." if missing
+                      else ": the dictionary and the chat model gave fewer than five usable ones)."))
+        if chat is None:
+            md += " **Screening and answers are the offline stand-in**, not the paper's LLM steps (give --chat-model)."
+        for line in [f"wsd funnel: {f['step']}: {f['this build']:,}" + ("" if f["paper (3.1)"] is None else f" (paper: {f['paper (3.1)']:,})")
+                     for f in funnel]:
+            self.ctx.log(line)
+        self.add("wsd", rows, {"counts": dict(stats), "funnel": funnel, "methods": methods,
+                               "commentators": read.commentators, "commentary_root": layout.commentary_root,
+                               "not_read": layout.not_read, "excluded_note_examples": read.excluded_examples}, md)
 
     def chat_client(self):
         if not self.o["chat_model"]:
@@ -216,7 +262,7 @@ class _Run:
     def syntax(self) -> None:
         from .syntax import deprel_questions, head_questions, read_conllu
 
-        sentences, stats = read_conllu(self.ctx.path("cavalcanti"))
+        sentences, stats = read_conllu(self.ctx.path("cavalcanti"), self.bad)
         names = yaml.safe_load(self.source("deprel_names.yaml").read_text(encoding="utf-8"))
         head_stats = Counter(stats)
         heads = head_questions(sentences, self.ctx.seed, head_stats)
@@ -253,6 +299,9 @@ class _Run:
                 continue
             if book.languages and not any(lang.startswith("it") for lang in book.languages):
                 stats["books not in Italian (langUsage; excluded)"] += 1
+                continue
+            if not book.author:
+                stats["books that name no author (anonymous works; excluded)"] += 1
                 continue
             author = table.find(book.author, book.author_alt)
             if author is None:
@@ -312,7 +361,8 @@ class _Run:
             from .intertext import load_citations
 
             query = Path(self.o["intertext_query"]) if self.o["intertext_query"] else self.source("dantesources.rq")
-            self.citations, self.citation_stats = load_citations(self.ctx.path("dantesources"), query)
+            self.citations, self.citation_stats = load_citations(self.ctx.paths("dantesources"), query,
+                                                                 int(self.o["rdf_max_triples"]))
             self.summary["intertext_query"] = {"file": str(query) if self.o["intertext_query"] else "sources/italian/dantesources.rq",
                                                "sha256": sha256_path(query)}
         try:
@@ -344,6 +394,14 @@ class _Run:
             if self.chat is not None:
                 self.summary["chat_requests"] = {"asked": self.chat.asked, "from_cache": self.chat.cached}
                 self.chat.close()
+        self.summary["damaged_files_skipped"] = self.bad.skipped
+        self.summary["repairs_before_parsing"] = self.repairs
+        if self.bad.skipped:
+            self.md.append(f"**Damaged files skipped** (--skip-bad-files): {len(self.bad.skipped)}: "
+                           + "; ".join(f"{b['file']} ({b['error']})" for b in self.bad.skipped[:20])
+                           + (" ..." if len(self.bad.skipped) > 20 else "") + ".")
+        if self.repairs:
+            self.md.append("**Repaired before parsing**: " + "; ".join(self.repairs) + ".")
         if not self.configs:
             raise BuildError("no task could be built from the given sources")
         order = [c for c in ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext") if c in self.configs]

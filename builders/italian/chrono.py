@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bibit import Snippet
+from .embeddings import similarities
 
 
 @dataclass
@@ -35,7 +36,7 @@ class Pool:
     snippets: list[Snippet]
     births: np.ndarray          # birth year per snippet
     authors: list[str]          # canonical author name per snippet
-    vectors: np.ndarray         # L2-normalised embeddings
+    vectors: object             # L2-normalised embeddings (dense array or sparse matrix)
 
 
 def genre_seed(seed: int, genre: str, task: str) -> int:
@@ -63,7 +64,7 @@ def ranking_questions(pool: Pool, per_genre: int, min_gap: int, seed: int, stats
     for anchor in rng.permutation(n):
         if len(questions) >= per_genre:
             break
-        sims = pool.vectors @ pool.vectors[anchor]
+        sims = similarities(pool.vectors, pool.vectors[anchor])
         order = np.argsort(-sims, kind="stable")
         taken = [int(anchor)]
         years = [int(births[anchor])]
@@ -103,7 +104,7 @@ def authorship_questions(pool: Pool, per_genre: int, max_gap: int, seed: int, st
         if len(questions) >= per_genre:
             break
         anchor = int(anchor)
-        sims = pool.vectors @ pool.vectors[anchor]
+        sims = similarities(pool.vectors, pool.vectors[anchor])
         same = [j for j in range(n) if j != anchor and authors[j] == authors[anchor]]
         if len(same) < 2:
             stats[f"{pool.genre} authorship anchors whose author has fewer than 3 snippets (skipped)"] += 1

@@ -4,7 +4,10 @@
 `sentence-transformers/paraphrase-multilingual-mpnet-base-v2`, the paper's model) or a local
 folder. `tfidf` selects a lexical stand-in (character 2-4-gram TF-IDF fitted on the texts
 of each call) for machines without any sentence-transformers model; it is recorded in the
-build manifest and is not the paper's setting.
+build manifest and is not the paper's setting. Its vectors stay a scipy sparse matrix
+(rows L2-normalised by scikit-learn), so memory grows with the characters embedded, not
+with texts x vocabulary: on the whole LeggoManzoni repository a dense matrix would take
+tens of GiB. `similarities` and `pair_similarity` take either kind of matrix.
 
 A model is loaded once per process and reused (`Embedder.get`).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from histbench.builders.core.errors import BuildError
 
@@ -53,20 +57,21 @@ class Embedder:
         _LOADED[self.spec] = model
         return model
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised embeddings, shape (len(texts), dim)."""
+    def encode(self, texts: list[str]):
+        """L2-normalised embeddings, shape (len(texts), dim): a dense array, or a CSR
+        sparse matrix for the TF-IDF stand-in."""
         if not texts:
             return np.zeros((0, 1), dtype=np.float32)
         if self.spec == TFIDF:
             from sklearn.feature_extraction.text import TfidfVectorizer
 
-            matrix = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), lowercase=True).fit_transform(texts)
-            dense = matrix.toarray().astype(np.float32)
-        else:
-            dense = np.asarray(
-                self._model().encode(texts, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True),
-                dtype=np.float32,
-            )
+            # norm="l2" (the default) normalises each row; the matrix stays sparse
+            return TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), lowercase=True,
+                                   dtype=np.float32).fit_transform(texts).tocsr()
+        dense = np.asarray(
+            self._model().encode(texts, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True),
+            dtype=np.float32,
+        )
         norms = np.linalg.norm(dense, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return dense / norms
@@ -75,10 +80,21 @@ class Embedder:
         return {"model": self.spec, "kind": "tfidf" if self.spec == TFIDF else "sentence-transformers"}
 
 
+def similarities(matrix, vector) -> np.ndarray:
+    """Cosine similarity of every row of `matrix` with `vector` (one row of the same
+    kind), as a 1-D array; both dense or both sparse, rows L2-normalised."""
+    if sparse.issparse(matrix):
+        row = vector if sparse.issparse(vector) else sparse.csr_matrix(vector)
+        return np.asarray((matrix @ row.T).todense()).ravel()
+    return np.asarray(matrix @ np.asarray(vector).ravel()).ravel()
+
+
 def pair_similarity(embedder: Embedder, left: list[str], right: list[str]) -> np.ndarray:
     """Cosine similarity of left[i] with right[i] (one encode call for both lists)."""
     if not left:
         return np.zeros(0)
     vectors = embedder.encode(list(left) + list(right))
     a, b = vectors[: len(left)], vectors[len(left):]
+    if sparse.issparse(vectors):
+        return np.asarray(a.multiply(b).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", a, b)

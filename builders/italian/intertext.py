@@ -1,9 +1,15 @@
 """Intertextuality detection from DanteSources RDF and Biblioteca Italiana poems (3.5).
 
-The graph (Turtle, RDF/XML, N-Triples; read with rdflib) is queried with the SPARQL file
-`sources/italian/dantesources.rq` (the one place that knows the vocabulary). Rows whose
-type is not in `types` (default: "CONCORDANZA STRINGENTE", direct verbal correspondence)
-are counted and left out.
+The graph (one or more files: Turtle, RDF/XML, N-Triples; read with rdflib, files merged)
+is queried with the SPARQL file `sources/italian/dantesources.rq`, written in the
+vocabulary of the DanteSources data (see that file). Rows whose type is not in `types`
+(default: "CONCORDANZA STRINGENTE", direct verbal correspondence) are counted and left out.
+
+Reading is bounded: a file over `MAX_RDF_BYTES`, or a graph over `max_triples` triples, is
+refused with an error naming the file. RDF/XML is first parsed by lxml with internal
+entities expanded under libxml2's amplification limit (a "billion laughs" file is refused
+at once), external entities and DTDs never loaded; rdflib then reads the expanded
+document, which has no DOCTYPE left to expand.
 
 For each kept citation the cited lines are located in a Biblioteca Italiana poem: among
 the poems of the books by the cited author (all books when the author is not found), the
@@ -17,6 +23,7 @@ seeded order as A and B. Identical (passage, positive chunk) pairs are made once
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -31,6 +38,7 @@ from .bibit import Book, Poem
 
 RDF_FORMATS = {"ttl": "turtle", "turtle": "turtle", "rdf": "xml", "xml": "xml", "owl": "xml", "nt": "nt", "n3": "n3"}
 REQUIRED_VARS = ("citation", "type", "danteText", "citedText")
+PLACEHOLDERS = {"", "Non disponibile", "Senza titolo"}
 _VERSES = re.compile(r"^\s*vv?\.\s*(\d+)(?:\s*[-–]\s*(\d+))?\s*$", re.IGNORECASE)
 
 
@@ -47,18 +55,77 @@ class Citation:
     source_author: str | None
 
 
-def load_citations(path: Path, query_path: Path) -> tuple[list[Citation], Counter]:
+MAX_RDF_BYTES = 1 << 30
+
+
+class _TooManyTriples(Exception):
+    pass
+
+
+def _bounded_graph(limit: int):
     import rdflib
 
-    stats: Counter = Counter()
-    fmt = RDF_FORMATS.get(path.suffix.lower().lstrip("."))
-    if fmt is None:
-        raise SourceError("unknown RDF format (expected .ttl, .rdf, .xml, .owl, .nt)", file=path)
-    graph = rdflib.Graph()
+    class BoundedGraph(rdflib.Graph):
+        """A graph that refuses to grow past `limit` triples while a parser fills it."""
+
+        def add(self, triple):
+            if len(self) >= limit:
+                raise _TooManyTriples()
+            return super().add(triple)
+
+    return BoundedGraph()
+
+
+def _expanded_rdfxml(path: Path) -> bytes:
+    """RDF/XML with internal entities expanded safely (module doc) and no DOCTYPE left."""
+    from lxml import etree
+
+    from .tei import _NoExternal
+
+    parser = etree.XMLParser(resolve_entities="internal", no_network=True, load_dtd=False, huge_tree=False,
+                             collect_ids=False)
+    parser.resolvers.add(_NoExternal())
     try:
-        graph.parse(str(path), format=fmt)
-    except Exception as exc:  # noqa: BLE001 - rdflib raises many parser-specific types
-        raise SourceError(f"cannot parse the RDF graph as {fmt}: {exc}", file=path) from exc
+        # from bytes: the resolver answers every load by URL, the document's own included
+        tree = etree.parse(io.BytesIO(Path(path).read_bytes()), parser)
+    except etree.XMLSyntaxError as exc:
+        message = re.sub(r",? line \d+, column \d+.*$", "", exc.msg or str(exc)).strip()
+        line = exc.position[0] if exc.position else exc.lineno
+        raise SourceError(f"line {line}: cannot read the RDF/XML: {message}", file=path) from exc
+    return etree.tostring(tree.getroot(), encoding="utf-8")
+
+
+def load_graph(paths: list[Path], max_triples: int):
+    """One rdflib graph from every file (module doc: bounded, entity-safe)."""
+    graph = _bounded_graph(int(max_triples))
+    for path in paths:
+        path = Path(path)
+        fmt = RDF_FORMATS.get(path.suffix.lower().lstrip("."))
+        if fmt is None:
+            raise SourceError("unknown RDF format (expected .ttl, .rdf, .xml, .owl, .nt)", file=path)
+        size = path.stat().st_size
+        if size > MAX_RDF_BYTES:
+            raise SourceError(f"{size:,} bytes: larger than the {MAX_RDF_BYTES:,} bytes a DanteSources graph file may have",
+                              file=path)
+        try:
+            if fmt == "xml":
+                graph.parse(data=_expanded_rdfxml(path), format="xml", publicID=path.resolve().as_uri())
+            else:
+                graph.parse(str(path), format=fmt)
+        except SourceError:
+            raise
+        except _TooManyTriples as exc:
+            raise SourceError(f"the graph has more than {max_triples:,} triples (--rdf-max-triples)", file=path) from exc
+        except Exception as exc:  # noqa: BLE001 - rdflib raises many parser-specific types
+            message = " ".join(str(exc).split())[:300]
+            raise SourceError(f"cannot parse the RDF graph as {fmt}: {type(exc).__name__}: {message}", file=path) from exc
+    return graph
+
+
+def load_citations(paths: list[Path] | Path, query_path: Path, max_triples: int = 10_000_000) -> tuple[list[Citation], Counter]:
+    stats: Counter = Counter()
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    graph = load_graph(paths, max_triples)
     stats["triples"] = len(graph)
     query = Path(query_path).read_text(encoding="utf-8")
     try:
@@ -73,6 +140,9 @@ def load_citations(path: Path, query_path: Path) -> tuple[list[Citation], Counte
     seen = set()
     for row in result:
         values = {name: (None if row[name] is None else str(row[name])) for name in names}
+        for name in ("sourceAuthor", "sourceTitle"):     # the generator's placeholders for missing values
+            if (values.get(name) or "").strip() in PLACEHOLDERS:
+                values[name] = None
         key = (values["citation"], values.get("sourceWork"))
         if key in seen:
             continue
@@ -86,7 +156,8 @@ def load_citations(path: Path, query_path: Path) -> tuple[list[Citation], Counte
     if not rows:
         hints = sorted({str(p) for p in graph.predicates() if str(p).endswith(("hasCitingFragment", "tipoCitazione"))})
         hint = f" (the graph has {', '.join(hints)}: put that namespace in the query's PREFIX lines)" if hints else ""
-        raise SourceError(f"the SPARQL query found no citations in the graph{hint}", file=query_path)
+        raise SourceError(f"the SPARQL query found no citations in the graph of {', '.join(p.name for p in map(Path, paths))}{hint}",
+                          file=query_path)
     stats["citation rows"] = len(rows)
     return rows, stats
 

@@ -217,11 +217,38 @@ def _chains(marks: list, stats: Counter) -> list[list]:
     return chains
 
 
-def read_letter(path: Path, scheme: EntityScheme) -> Letter:
-    tree = parse_xml(path)
-    root = tree.getroot()
+TEI_NS = "http://www.tei-c.org/ns/1.0"
+
+
+def parse_tei(path: Path, notes: list[str] | None = None):
+    """The root of a TEI file (a TEI document, or a TEI fragment such as the entity lists
+    <listPerson>, <listPlace>, <listBibl> shipped with an edition); SourceError for an
+    empty or damaged file, or for XML that is not TEI (another namespace, an unknown root)."""
+    root = parse_xml(path, notes).getroot()
+    tag = root.tag if isinstance(root.tag, str) else ""
+    namespace = tag[1:].split("}", 1)[0] if tag.startswith("{") else None
+    if namespace == TEI_NS or local(root) in ("TEI.2", "TEI", "teiCorpus"):
+        return root
+    found = f"<{local(root)}>" + (f" in namespace {namespace}" if namespace else " in no namespace")
+    raise SourceError(f"not a TEI document: the root element is {found}, expected <TEI> (TEI P5) or <TEI.2> (P4)", file=path)
+
+
+def letter_kind(root) -> str:
+    """"letter" (a TEI document with a <correspDesc> or a <text type="letter"|"lettera">),
+    "document" (a TEI document without one) or "fragment" (an entity list or other TEI
+    element that is not a document)."""
     if local(root) not in ("TEI", "TEI.2", "teiCorpus"):
-        raise SourceError(f"expected a TEI document, found root element <{local(root)}>", file=path)
+        return "fragment"
+    if find_first(root, "correspDesc") is not None:
+        return "letter"
+    if any((el.get("type") or "").lower() in ("letter", "lettera") for el in find_all(root, "text")):
+        return "letter"
+    return "document"
+
+
+def read_letter(path: Path, scheme: EntityScheme, root=None) -> Letter:
+    if root is None:
+        root = parse_tei(path)
     text_el = find_first(root, "text")
     body = find_first(text_el, "body") if text_el is not None else None
     if body is None:
@@ -281,18 +308,12 @@ def read_letter(path: Path, scheme: EntityScheme) -> Letter:
 
 
 def letter_files(folder: Path) -> tuple[list[Path], list[Path]]:
-    """XML letters under a folder (recursively), and the other files (counted, not read)."""
+    """XML files under a folder (recursively), and the other files (counted, not read:
+    README, licences, the edition's letter template `letter-base.txt`, schemas)."""
     files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.name.startswith("."))
     xml = [p for p in files if p.suffix.lower() == ".xml"]
     other = [p for p in files if p.suffix.lower() != ".xml"]
     return xml, other
-
-
-def is_letter(path: Path) -> bool:
-    """Entity lists and other TEI files shipped with an edition have no correspondence:
-    a letter is a TEI file with a <correspDesc> or a <text type="letter"|"lettera">."""
-    head = path.read_bytes()[:200_000]
-    return b"correspDesc" in head or b'type="letter' in head or b'type="lettera"' in head
 
 
 def detect_language(text: str) -> str | None:

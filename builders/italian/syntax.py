@@ -1,6 +1,9 @@
 """Head prediction and dependency relation prediction from CoNLL-U (3.4).
 
-Reading (`conllu`): every `*.conllu` file in the folder; a sentence's text is its `# text`
+Reading (`conllu`): every `*.conllu` file in the folder, after `validate_conllu` checked
+its structure (10 columns, ids 1..n, HEAD inside the sentence, one root, closing empty
+line: a file cut mid-line or mid-sentence is an error naming file, line and field, or
+skipped and counted with `--skip-bad-files`); a sentence's text is its `# text`
 comment (else the words joined with their SpaceAfter). Multiword tokens (`3-4 nel`) and
 empty nodes (`8.1`) are not words a question can ask about; the words of a multiword
 token are never selected, never heads shown to the model and never distractors, because
@@ -26,6 +29,7 @@ relations when fewer. Relations are shown by readable names (sources/italian/dep
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import SourceError
+
+from .tei import BadFiles
 
 FEATURES = ("Case", "Gender", "Number")
 MAX_SKIP = 12
@@ -143,9 +149,68 @@ def _text_from_tokens(tokens: list) -> str:
     return "".join(parts).strip()
 
 
-def read_conllu(folder: Path) -> tuple[list[Sentence], Counter]:
+_ID = re.compile(r"^(\d+)(?:-(\d+)|\.(\d+))?$")
+
+
+def validate_conllu(path: Path, text: str) -> None:
+    """Check the structure `conllu` does not: every word line has the 10 columns, word ids
+    run 1..n in each sentence, every HEAD is 0..n (or "_" on multiword tokens and empty
+    nodes), a sentence has exactly one root, and the file ends with the empty line that
+    closes its last sentence. A file cut mid-line or mid-sentence fails one of these; the
+    error names the file, the line and the field."""
+    lines = text.split("\n")
+    sentence: list[tuple[int, list[str]]] = []
+
+    def close() -> None:
+        words = [(n, cols) for n, cols in sentence if cols[0].isdigit()]
+        for k, (n, cols) in enumerate(words, start=1):
+            if int(cols[0]) != k:
+                raise SourceError(f"line {n}: word id {cols[0]}, expected {k} (ids run 1..n in a sentence)",
+                                  file=path, field="ID")
+        size = len(words)
+        roots = 0
+        for n, cols in words:
+            head = cols[6]
+            if not head.isdigit():
+                raise SourceError(f"line {n}: HEAD {head!r} is not a word id", file=path, field="HEAD")
+            if int(head) > size:
+                raise SourceError(f"line {n}: HEAD {head} points outside the sentence, which has {size} words",
+                                  file=path, field="HEAD")
+            if int(head) == int(cols[0]):
+                raise SourceError(f"line {n}: word {cols[0]} is its own head", file=path, field="HEAD")
+            roots += head == "0"
+        if words and roots != 1:
+            first = words[0][0]
+            raise SourceError(f"line {first}: the sentence starting here has {roots} root words (HEAD 0), "
+                              "expected exactly one (the file may be cut mid-sentence)", file=path, field="HEAD")
+
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            if sentence:
+                close()
+            sentence = []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise SourceError(f"line {n}: {len(cols)} tab-separated fields, a CoNLL-U word line has 10 "
+                              "(the line may be cut)", file=path, field="line")
+        if not _ID.match(cols[0]):
+            raise SourceError(f"line {n}: ID {cols[0]!r} is not a word id, a range (3-4) or an empty node (8.1)",
+                              file=path, field="ID")
+        sentence.append((n, cols))
+    if sentence:
+        close()
+    if text.strip() and not text.endswith("\n\n"):
+        raise SourceError(f"line {len(text.rstrip(chr(10)).split(chr(10)))}: the file does not end with the empty line "
+                          "that closes a sentence (it may be cut)", file=path, field="line")
+
+
+def read_conllu(folder: Path, bad: BadFiles | None = None) -> tuple[list[Sentence], Counter]:
     import conllu
 
+    bad = bad or BadFiles()
     stats: Counter = Counter()
     sentences: list[Sentence] = []
     files = sorted(p for p in Path(folder).rglob("*.conllu") if p.is_file())
@@ -153,9 +218,20 @@ def read_conllu(folder: Path) -> tuple[list[Sentence], Counter]:
         raise SourceError("no .conllu files in this folder", file=folder)
     for path in files:
         try:
-            parsed = conllu.parse(path.read_text(encoding="utf-8"))
-        except Exception as exc:  # noqa: BLE001 - conllu raises several types
-            raise SourceError(f"not valid CoNLL-U: {exc}", file=path) from exc
+            try:
+                text = path.read_bytes().decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                line = path.read_bytes()[: exc.start].count(b"\n") + 1
+                raise SourceError(f"line {line}: not UTF-8 text ({exc.reason})", file=path, field="line") from exc
+            validate_conllu(path, text)
+            try:
+                parsed = conllu.parse(text)
+            except Exception as exc:  # noqa: BLE001 - conllu raises several types
+                raise SourceError(f"not valid CoNLL-U: {exc}", file=path) from exc
+        except SourceError as exc:
+            bad.handle(exc, "cavalcanti")
+            stats["damaged files skipped (--skip-bad-files)"] += 1
+            continue
         doc = path.stem
         for n, sentence in enumerate(parsed):
             meta = sentence.metadata or {}

@@ -10,8 +10,16 @@ with lxml from bytes, never touching the network:
 - `collect_ids=False`: duplicate `xml:id`s (present in real commentaries) are a validity
   problem, not a well-formedness one, and must not stop a build.
 
-A file that is not well-formed XML raises `SourceError` naming the file, the line and
-the column.
+Encodings: the bytes are given to libxml2 as they are, so UTF-8 (with or without a byte
+order mark) and UTF-16 (with a byte order mark, or recognised from its first "<") are
+read by the XML declaration's rules. NUL bytes, which XML forbids, are removed from files
+that are not UTF-16 before parsing (one real Biblioteca Italiana book has a stray NUL in
+its header); each removal is reported to the caller (`parse_xml(path, notes)`) so the
+build summary names the file.
+
+A file that is empty or not well-formed XML raises `SourceError` naming the file, the line
+and the column. `BadFiles` lets a whole-corpus build skip such files (`--skip-bad-files`),
+counted and named in the summary, instead of stopping.
 
 `TextBuilder` turns a TEI element tree into the plain text a model sees, keeping track of
 where marked-up spans (entities) start and end in that text. The rules (see
@@ -25,6 +33,7 @@ corr over sic, orig over reg); `del`, `note`, `fw`, `figure` and `gap` add no te
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
 from collections.abc import Callable, Iterable
@@ -58,15 +67,50 @@ def _parser() -> etree.XMLParser:
     return parser
 
 
-def parse_xml(path: Path) -> etree._ElementTree:
-    """Parse one XML file safely (see module doc); SourceError names file and line."""
+_BOMS_UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def is_utf16(data: bytes) -> bool:
+    """UTF-16 by its byte order mark or by an XML document's first character ("<" + NUL)."""
+    return data.startswith(_BOMS_UTF16) or data[:2] in (b"<\x00", b"\x00<")
+
+
+def leading_text(data: bytes, n: int = 4096) -> str:
+    """The first characters of a file as text (UTF-8 or UTF-16, BOM removed), for sniffing."""
+    head = data[: 2 * n]
+    if is_utf16(head):
+        encoding = "utf-16" if head.startswith(_BOMS_UTF16) else ("utf-16-le" if head[:1] == b"<" else "utf-16-be")
+        return head.decode(encoding, errors="ignore").lstrip("\ufeff")
+    return head.decode("utf-8", errors="ignore").lstrip("\ufeff")
+
+
+def looks_like_xml(path: Path) -> bool:
+    """Whether a file starts (after a byte order mark and white space) with "<"."""
+    try:
+        with Path(path).open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise SourceError(f"cannot read the file: {exc}", file=path) from exc
+    return leading_text(head).lstrip().startswith("<")
+
+
+def parse_xml(path: Path, notes: list[str] | None = None) -> etree._ElementTree:
+    """Parse one XML file safely (see module doc); SourceError names file and line.
+
+    `notes` (optional) receives one line per repair made before parsing (NUL bytes removed).
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read the file: {exc}", file=path) from exc
-    if not data.strip():
-        raise SourceError("the file is empty (expected a TEI XML document)", file=path)
+    if not leading_text(data).strip():
+        raise SourceError("the file is empty (expected an XML document)", file=path)
+    if not is_utf16(data) and b"\x00" in data:
+        count = data.count(b"\x00")
+        data = data.replace(b"\x00", b"")
+        if notes is not None:
+            notes.append(f"{path.name}: {count} NUL byte{'s' if count > 1 else ''} removed before parsing")
     try:
         return etree.parse(io.BytesIO(data), _parser(), base_url=None)
     except etree.XMLSyntaxError as exc:
@@ -301,3 +345,22 @@ def linearise(root, marker: MarkFn | None = None, skip: Callable[[object], bool]
 
 def normalise_space(text: str) -> str:
     return _WS.sub(" ", text).strip()
+
+
+class BadFiles:
+    """Damaged input files: an error by default; skipped and recorded with `skip=True`.
+
+    `handle(error)` re-raises the error (with a hint naming `--skip-bad-files`) unless
+    skipping, in which case the file and the reason are recorded for the build summary.
+    """
+
+    HINT = "a whole-corpus build can skip and count such files with --skip-bad-files"
+
+    def __init__(self, skip: bool = False) -> None:
+        self.skip = skip
+        self.skipped: list[dict] = []
+
+    def handle(self, error: SourceError, role: str) -> None:
+        if not self.skip:
+            raise SourceError(f"{error.message} ({self.HINT})", file=error.file, row=error.row, field=error.field) from error
+        self.skipped.append({"role": role, "file": Path(error.file).name if error.file else None, "error": error.message})

@@ -19,7 +19,7 @@ from pathlib import Path
 from histbench.builders.core.errors import EvalError, UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 
-from .tasks import BASELINES, TASKS
+from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 
 
 class ItalianEvaluator(BenchmarkEvaluator):
@@ -34,6 +34,8 @@ class ItalianEvaluator(BenchmarkEvaluator):
         parser.add_argument("--limit", type=int, help="first N rows per task (smoke tests)")
         parser.add_argument("--baseline", choices=BASELINES, help="score a no-model baseline instead of --model")
         parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+        parser.add_argument("--ner-tokens-per-char", type=float, default=NER_TOKENS_PER_CHAR,
+                            help=f"NER answer budget: tokens per letter character, at least 1500 (default {NER_TOKENS_PER_CHAR})")
         add_model_arguments(parser)
 
     def run_eval(self, args: argparse.Namespace) -> None:
@@ -51,7 +53,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
             backend = backend_from_args(args)
         try:
             results = evaluate(built, args.out, backend=backend, baseline=args.baseline, tasks=args.tasks,
-                               limit=args.limit, seed=args.seed)
+                               limit=args.limit, seed=args.seed, ner_tokens_per_char=args.ner_tokens_per_char)
         finally:
             if backend is not None:
                 backend.close()
@@ -67,7 +69,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
     def run_report(self, args: argparse.Namespace) -> None:
         from histbench.eval.report import ReportSection, write_report
 
-        from .report import results_markdown
+        from .report import FIGURE_TITLE, results_figure, results_markdown
 
         loaded = []
         for run in args.runs:
@@ -78,7 +80,12 @@ class ItalianEvaluator(BenchmarkEvaluator):
         text = results_markdown(loaded)
         print(text)
         if args.out:
-            index = write_report([ReportSection("Historical Italian", text, data={"runs": loaded})], args.out,
+            figures = []
+            figure = results_figure(loaded, Path(args.out) / "results.png")
+            if figure is not None:
+                figures.append(figure)
+                text += f"\n![{FIGURE_TITLE}]({figure.name})\n\n*Figure: {FIGURE_TITLE}.*\n"
+            index = write_report([ReportSection("Historical Italian", text, figures, data={"runs": loaded})], args.out,
                                  "Historical Italian benchmark")
             print(f"\nreport: {index}")
 

@@ -1,4 +1,15 @@
-"""Tables in the paper's style (one per task, one row per run) and the `make demo` section."""
+"""Tables in the paper's style (one per task, one row per run), the results figure, and the
+`make demo` section.
+
+Each table and the figure name the section of "Repurposing and Adapting Language Resources
+for a Historical Italian Large Language Model Benchmark" whose task they report (3.1 WSD,
+3.2 NER, 3.3 dating and authorship, 3.4 syntax, 3.5 intertextuality).
+
+The figure (`results_figure`) keeps metrics apart: one panel of accuracies (with each
+task's chance level), one of mean Spearman correlations (-1..1, zero line), one of NER
+macro F1 (strict and fuzzy, with the ceiling a perfect answer reaches); every bar has its
+95% bootstrap interval, and the legend sits below the panels, never over the bars.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +20,25 @@ from histbench.eval.report import ReportSection, format_ci, markdown_table
 from .tasks import MCQ_TASKS, NER_TASKS
 
 TITLES = {
-    "wsd": "Word sense disambiguation (LeggoManzoni, 3.1): accuracy",
-    "ner_classense": "NER, Canneti-Fiacchi letters (3.2): macro precision / recall / F1",
-    "ner_bellini": "NER, Bellini letters (3.2): macro precision / recall / F1",
-    "chrono_ranking": "Chronological ranking (Biblioteca Italiana, 3.3): mean Spearman correlation",
-    "authorship": "Authorship verification (Biblioteca Italiana, 3.3): accuracy",
-    "head": "Head prediction (Cavalcanti, 3.4): accuracy",
-    "deprel": "Dependency relation prediction (Cavalcanti, 3.4): accuracy",
-    "intertext": "Intertextuality detection (DanteSources, 3.5): accuracy",
+    "wsd": "Word sense disambiguation (LeggoManzoni; paper section 3.1): accuracy",
+    "ner_classense": "NER, Canneti-Fiacchi letters (paper section 3.2): macro precision / recall / F1",
+    "ner_bellini": "NER, Bellini letters (paper section 3.2): macro precision / recall / F1",
+    "chrono_ranking": "Chronological ranking (Biblioteca Italiana; paper section 3.3): mean Spearman correlation",
+    "authorship": "Authorship verification (Biblioteca Italiana; paper section 3.3): accuracy",
+    "head": "Head prediction (Cavalcanti; paper section 3.4): accuracy",
+    "deprel": "Dependency relation prediction (Cavalcanti; paper section 3.4): accuracy",
+    "intertext": "Intertextuality detection (DanteSources; paper section 3.5): accuracy",
 }
+SHORT = {"wsd": "WSD (3.1)", "authorship": "authorship (3.3)", "head": "head (3.4)", "deprel": "deprel (3.4)",
+         "intertext": "intertext (3.5)", "chrono_ranking": "ranking (3.3)", "ner_classense": "Canneti-Fiacchi (3.2)",
+         "ner_bellini": "Bellini (3.2)"}
 ORDER = ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext")
+FIGURE_TITLE = "Historical Italian benchmark: results by task (paper sections 3.1-3.5), 95% bootstrap intervals"
+
+
+def _ner_cell(m: dict, mode: str, name: str) -> str:
+    ci = m[mode].get(f"{name}_ci") or [None, None]
+    return format_ci(m[mode][name], ci[0], ci[1])
 
 
 def results_markdown(runs: list[dict]) -> str:
@@ -32,9 +52,13 @@ def results_markdown(runs: list[dict]) -> str:
             m = run["tasks"][task]
             if task in NER_TASKS:
                 rows.append({"model": run["model"], "letters": m["letters"],
-                             "strict P": m["strict"]["precision"], "strict R": m["strict"]["recall"], "strict F1": m["strict"]["f1"],
-                             "fuzzy P": m["fuzzy"]["precision"], "fuzzy R": m["fuzzy"]["recall"], "fuzzy F1": m["fuzzy"]["f1"],
-                             "parse failures": m["parse_failures"]})
+                             "strict P": m["strict"]["precision"], "strict R": m["strict"]["recall"],
+                             "strict F1 [95% CI]": _ner_cell(m, "strict", "f1"),
+                             "fuzzy P": m["fuzzy"]["precision"], "fuzzy R": m["fuzzy"]["recall"],
+                             "fuzzy F1 [95% CI]": _ner_cell(m, "fuzzy", "f1"),
+                             "ceiling strict / fuzzy": f"{m['ceiling']['strict_f1']:.3f} / {m['ceiling']['fuzzy_f1']:.3f}",
+                             "invented-type predictions": m.get("invented_predictions", 0),
+                             "parse failures": m["parse_failures"], "cut off": m.get("cut_off", 0)})
             else:
                 key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
                 row = {"model": run["model"], "n": m["n"],
@@ -42,14 +66,113 @@ def results_markdown(runs: list[dict]) -> str:
                 for genre, value in (m.get("by_genre") or {}).items():
                     row[genre] = value
                 row["parse failures"] = m["parse_failures"]
+                row["cut off"] = m.get("cut_off", 0)
                 rows.append(row)
         columns = list(dict.fromkeys(k for r in rows for k in r))
         parts += [f"#### {TITLES[task]}", "", markdown_table(rows, columns), ""]
+        invented = {t: n for run in present for t, n in (run["tasks"][task].get("invented_types") or {}).items()}
+        if task in NER_TASKS and invented:
+            parts += ["Predictions of types outside the annotation scheme (not scored as any type): "
+                      + ", ".join(f"{t} {n}" for t, n in sorted(invented.items())) + ".", ""]
     return "\n".join(parts)
 
 
+def chance(task: str) -> float | None:
+    """The accuracy of answering at random (one of six, four or two options)."""
+    return {"wsd": 1 / 6, "authorship": 1 / 4, "head": 1 / 4, "deprel": 1 / 4, "intertext": 1 / 2}.get(task)
+
+
+def results_figure(runs: list[dict], path: Path) -> Path | None:
+    """The figure of the module doc, written to `path` (PNG); None when nothing to draw."""
+    import matplotlib.pyplot as plt
+
+    fig = draw_results(runs)
+    if fig is None:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_results(runs: list[dict]):
+    """The matplotlib figure of the module doc (None when no task has results)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    present = [t for t in ORDER if any(t in r.get("tasks", {}) for r in runs)]
+    panels = [
+        ("Accuracy (3.1, 3.3, 3.4, 3.5)", [t for t in present if t in MCQ_TASKS], (0.0, 1.05)),
+        ("Mean Spearman correlation (3.3)", [t for t in present if t == "chrono_ranking"], (-1.0, 1.0)),
+        ("NER macro F1 (3.2): strict | fuzzy", [t for t in present if t in NER_TASKS], (0.0, 1.05)),
+    ]
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    widths = [max(1.6, 0.9 * len(tasks) * (2 if title.startswith("NER") else 1)) for title, tasks, _ in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(13.0, 1.6 + sum(widths)), 4.2), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    k = len(runs)
+    for ax, (title, tasks, ylim) in zip(axes[0], panels, strict=True):
+        ner = title.startswith("NER")
+        slots = [(t, mode) for t in tasks for mode in (("strict", "fuzzy") if ner else (None,))]
+        width = 0.8 / max(k, 1)
+        for r, run in enumerate(runs):
+            xs, ys, lows, highs = [], [], [], []
+            for i, (task, mode) in enumerate(slots):
+                m = run.get("tasks", {}).get(task)
+                if m is None:
+                    continue
+                if ner:
+                    value = m[mode]["f1"]
+                    low, high = m[mode].get("f1_ci") or [value, value]
+                else:
+                    key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
+                    value, low, high = m[key], m["ci_low"], m["ci_high"]
+                xs.append(i + (r - (k - 1) / 2) * width)
+                ys.append(value)
+                lows.append(value - (low if low == low else value))
+                highs.append((high if high == high else value) - value)
+            ax.bar(xs, ys, width * 0.92, color=colours[r % len(colours)], label=run["model"] if ax is axes[0][0] else None,
+                   yerr=np.array([lows, highs]), capsize=2, error_kw={"elinewidth": 0.8})
+        for i, (task, mode) in enumerate(slots):
+            level = chance(task)
+            if level is not None:
+                ax.hlines(level, i - 0.45, i + 0.45, colors="0.35", linestyles="dashed", linewidth=0.9,
+                          label="chance" if (ax is axes[0][0] and i == 0) else None)
+            if ner:
+                ceiling = next((run["tasks"][task]["ceiling"][f"{mode}_f1"] for run in runs if task in run.get("tasks", {})), None)
+                if ceiling is not None:
+                    ax.hlines(ceiling, i - 0.45, i + 0.45, colors="0.1", linestyles="dotted", linewidth=1.0,
+                              label="ceiling (perfect answer)" if i == 0 else None)
+        labels = [f"{SHORT[t]}\n{mode}" if mode else SHORT[t] for t, mode in slots]
+        ax.set_xticks(range(len(slots)), labels, rotation=30 if len(slots) > 3 else 0, ha="right" if len(slots) > 3 else "center",
+                      fontsize=8)
+        ax.set_ylim(*ylim)
+        if ylim[0] < 0:
+            ax.axhline(0.0, color="0.5", linewidth=0.6)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("Spearman's rho" if "Spearman" in title else ("macro F1" if ner else "accuracy"), fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+    handles, names = [], []
+    for ax in axes[0]:
+        for h, n in zip(*ax.get_legend_handles_labels(), strict=True):
+            if n not in names:
+                handles.append(h)
+                names.append(n)
+    fig.suptitle(FIGURE_TITLE, fontsize=10)
+    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 5), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.94))
+    return fig
+
+
 def demo_section(built, work_dir: Path, report_dir: Path) -> ReportSection:
-    """Baselines (random, first option, capitalised-words NER) on the sample build, with a figure."""
+    """Baselines (random, first option, capitalised-words NER) on the sample build, with the figure."""
     from .run import evaluate
 
     runs = []
@@ -57,32 +180,10 @@ def demo_section(built, work_dir: Path, report_dir: Path) -> ReportSection:
         runs.append(evaluate(built, work_dir / baseline, baseline=baseline))
     text = results_markdown(runs)
     figures = []
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        tasks = [t for t in ORDER if t in runs[0]["tasks"]]
-        fig, ax = plt.subplots(figsize=(8, 3.2))
-        width = 0.27
-        for k, run in enumerate(runs):
-            values = []
-            for t in tasks:
-                m = run["tasks"][t]
-                values.append(m["fuzzy"]["f1"] if t in NER_TASKS else m.get("accuracy", m.get("mean_spearman")))
-            ax.bar([i + (k - 1) * width for i in range(len(tasks))], values, width, label=run["model"])
-        ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
-        ax.set_ylabel("accuracy / Spearman / fuzzy F1")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = Path(report_dir) / "baselines.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+    path = results_figure(runs, Path(report_dir) / "results.png")
+    if path is not None:
         figures.append(path)
-        text += f"\n![baselines on the sample build](italian/{path.name})\n"
-    except Exception:  # noqa: BLE001 - a figure is never worth failing the demo
-        pass
+        text += f"\n![{FIGURE_TITLE}](italian/{path.name})\n\n*Figure: {FIGURE_TITLE}.*\n"
     intro = ("No-model baselines on the sample build (MCQ chance: 1/6 for wsd, 1/4 for authorship, head and deprel, "
              "1/2 for intertext; NER from capitalised words). "
              f"Tasks scored as multiple choice: {', '.join(MCQ_TASKS)}.\n\n")

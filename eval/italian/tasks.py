@@ -1,13 +1,25 @@
 """Per-task prompts, answer parsing, scoring and no-model baselines.
 
 Prompts come from `sources/italian/prompts.yaml` (section `eval`). Answers are JSON parsed
-with `histbench.eval.parsing.extract_json_object`; MCQ answers also accept a bare letter.
-Unparsable answers count as wrong (MCQ), as a correlation of 0 (ranking) and as no
-predicted entity (NER), and are counted in the results.
+with `histbench.eval.parsing.extract_json_object`; MCQ answers also accept a letter written
+where an answer stands (`parse_choice`). Unparsable answers count as wrong (MCQ), as a
+correlation of 0 (ranking) and as no predicted entity (NER), and are counted.
+
+Token budgets: 32 tokens for a multiple-choice answer, 64 for an order; a letter's NER
+answer gets `max(1500, ceil(NER_TOKENS_PER_CHAR x characters))` tokens. On the 44 real
+letters we hold (43 Canneti-Fiacchi, 1 Bellini), the gold entities written as the prompt
+asks take at most 0.25 tokens per letter character in compact JSON and 0.42 indented
+(SmolLM2's tokenizer; the longest letter, 9,745 characters, needs 1,634 and 2,755 tokens),
+so 0.5 leaves room for either; the paper gives each model the whole letter, so letters
+are not chunked. An answer the backend reports as cut off (`finish_reason` "length") is a
+failure whatever it contains: a truncated JSON list "repaired" into entities would be
+scored as if the model had stopped there. Cut-off answers are counted (`cut_off`) and
+shown beside the parse failures.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -18,14 +30,34 @@ import yaml
 from histbench.builders.core.resources import Resources
 from histbench.eval.parsing import extract_json_object
 
-from .metrics import map_predictions, ner_scores, spearman
+from .metrics import ceiling, map_predictions, ner_scores, spearman
 
 LETTERS = string.ascii_uppercase
 MCQ_TASKS = ("wsd", "authorship", "head", "deprel", "intertext")
 NER_TASKS = ("ner_classense", "ner_bellini")
 TASKS = ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext")
 MAX_TOKENS = {"ner_classense": 1500, "ner_bellini": 1500, "chrono_ranking": 64}
-_BARE_LETTER = re.compile(r"\b([A-F])\b")
+DEFAULT_TOKENS = 32
+NER_TOKENS_PER_CHAR = 0.5
+# a letter where an answer stands: after an answer cue ("Risposta: B", "la risposta corretta
+# è la B", "The answer is (C)"), alone on the whole answer ("B", "**B**", "(B)."), or opening
+# a line as an option label ("B) ...", "C. ..."). Letters are upper case: Italian "a", "e",
+# "è" are words, never answers.
+_CUE = re.compile(
+    r"(?i:\b(?:answer|risposta|opzione|option|choice|scelta|lettera|letter|soluzione)"
+    r"(?:\s+(?:corretta|giusta|esatta|finale|correct|right|final))?"
+    r"\s*(?:è|e'|is|was|sia|sarebbe|:|=|-)?\s*(?:(?:la|il|the|l')\s*)?(?:(?:option|opzione|lettera|letter)\s+)?)"
+    r"[\(\[\*\"'«“]*([A-Z])(?![\w'’])"
+)
+_ALONE = re.compile(r"^[\s\W]*(?:(?i:la|il|the|l')\s*)?([A-Z])[\s\W]*$")
+_LINE_LABEL = re.compile(r"(?m)^[\s\*\(\[]*([A-Z])[\)\]\.:](?:\s|$)")
+
+
+def max_tokens(task: str, row: dict, ner_tokens_per_char: float = NER_TOKENS_PER_CHAR) -> int:
+    """The answer's token budget (module doc)."""
+    if task in NER_TASKS:
+        return max(MAX_TOKENS[task], math.ceil(ner_tokens_per_char * len(row["text"])))
+    return MAX_TOKENS.get(task, DEFAULT_TOKENS)
 
 
 def load_prompts() -> dict:
@@ -78,8 +110,26 @@ def messages(task: str, row: dict, prompts: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- parsing
 
 
+def _letter_in(text: str, n: int) -> int:
+    """The option letter written where an answer stands in free text (see `_CUE`)."""
+    allowed = LETTERS[:n]
+    for pattern in (_ALONE, _CUE, _LINE_LABEL):
+        found = [m.group(1) for m in pattern.finditer(text or "")]
+        if not found:
+            continue
+        letters = set(found)
+        if len(letters) > 1:
+            raise ValueError(f"several answer letters ({', '.join(sorted(letters))})")
+        (letter,) = letters
+        if letter not in allowed:
+            raise ValueError(f"answer {letter!r} is not one of {allowed}")
+        return LETTERS.index(letter)
+    raise ValueError("no answer letter found")
+
+
 def parse_choice(text: str, n: int) -> int:
-    """The chosen option index from {"answer": "B"} (or a bare letter / number)."""
+    """The chosen option index from {"answer": "B"} (a number 1..n, or a letter in the
+    value), else from a letter where an answer stands in the text (`_letter_in`)."""
     extracted = extract_json_object(text)
     value = extracted.value.get("answer") if extracted.ok else None
     if value is None and extracted.ok:
@@ -89,15 +139,14 @@ def parse_choice(text: str, n: int) -> int:
             return value - 1
         raise ValueError(f"answer {value} out of range")
     if isinstance(value, str):
-        letter = value.strip().strip(".):").upper()[:1]
-        if letter and letter in LETTERS[:n]:
-            return LETTERS.index(letter)
-        raise ValueError(f"answer {value!r} is not one of {LETTERS[:n]}")
-    found = _BARE_LETTER.findall((text or "").upper())
-    found = [f for f in found if f in LETTERS[:n]]
-    if len(set(found)) == 1:
-        return LETTERS.index(found[0])
-    raise ValueError("no answer letter found")
+        alone = re.fullmatch(r"[\s\W]*([A-Za-z])[\s\W]*", value)
+        if alone:                        # a JSON answer value of one letter is a letter, whatever its case
+            letter = alone.group(1).upper()
+            if letter in LETTERS[:n]:
+                return LETTERS.index(letter)
+            raise ValueError(f"answer {value!r} is not one of {LETTERS[:n]}")
+        return _letter_in(value, n)
+    return _letter_in(text or "", n)
 
 
 def parse_order(text: str, n: int) -> list[int]:
@@ -156,34 +205,44 @@ def gold_choice(task: str, row: dict) -> int:
     return int(row["gold_index"])
 
 
-def score_task(task: str, rows: list[dict], predictions: list) -> tuple[dict, list[dict]]:
-    """predictions: per row the parsed value or None (unparsed). Returns (metrics, items)."""
+CUT_OFF = "cut off (finish_reason length)"
+
+
+def score_task(task: str, rows: list[dict], predictions: list, failures: list[str | None] | None = None) -> tuple[dict, list[dict]]:
+    """predictions: per row the parsed value or None; failures: per row why there is no
+    prediction (CUT_OFF, a parse error, a request error) or None. Returns (metrics, items)."""
     from histbench.eval.stats import bootstrap_mean
 
+    failures = list(failures) if failures is not None else [None if p is not None else "unparsed" for p in predictions]
     items = []
-    failures = sum(1 for p in predictions if p is None)
+    cut_off = sum(1 for f in failures if f == CUT_OFF)
+    unparsed = sum(1 for p, f in zip(predictions, failures, strict=True) if p is None and f != CUT_OFF)
+    counts = {"parse_failures": unparsed, "cut_off": cut_off}
     if task in NER_TASKS:
+        labels = list(rows[0]["entity_types"]) if rows else []
         letters = []
-        for row, pred in zip(rows, predictions, strict=True):
+        for row, pred, failure in zip(rows, predictions, failures, strict=True):
             mapped = map_predictions(row["text"], pred or [])
             letters.append((row["entities"], mapped))
-            items.append({"id": row["id"], "predicted": mapped, "unmapped": sum(1 for m in mapped if m["start"] is None),
-                          "parsed": pred is not None})
-        scores = ner_scores(letters)
-        return {"letters": len(rows), "parse_failures": failures, **scores}, items
+            items.append({"id": row["id"], "predicted": mapped, "not_found": sum(1 for m in mapped if m["start"] is None),
+                          "parsed": pred is not None, "failure": failure})
+        scores = ner_scores(letters, labels)
+        limit = ceiling([(r["text"], r["entities"]) for r in rows], labels)
+        return {"letters": len(rows), **counts, **scores, "ceiling": limit}, items
     values = []
-    for row, pred in zip(rows, predictions, strict=True):
+    for row, pred, failure in zip(rows, predictions, failures, strict=True):
         if task == "chrono_ranking":
             value = spearman(pred, row["gold_order"]) if pred is not None else 0.0
-            items.append({"id": row["id"], "predicted_order": pred, "gold_order": row["gold_order"], "spearman": value})
+            items.append({"id": row["id"], "predicted_order": pred, "gold_order": row["gold_order"], "spearman": value,
+                          "failure": failure})
         else:
             gold = gold_choice(task, row)
             value = float(pred == gold) if pred is not None else 0.0
-            items.append({"id": row["id"], "predicted": pred, "gold": gold, "correct": bool(value)})
+            items.append({"id": row["id"], "predicted": pred, "gold": gold, "correct": bool(value), "failure": failure})
         values.append(value)
     interval = bootstrap_mean(np.array(values, dtype=float)) if values else None
     name = "mean_spearman" if task == "chrono_ranking" else "accuracy"
-    metrics = {"n": len(rows), "parse_failures": failures, name: interval.estimate if interval else float("nan"),
+    metrics = {"n": len(rows), **counts, name: interval.estimate if interval else float("nan"),
                "ci_low": interval.low if interval else float("nan"), "ci_high": interval.high if interval else float("nan")}
     genres = sorted({r.get("genre") for r in rows if r.get("genre")})
     if genres:

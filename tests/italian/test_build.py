@@ -35,7 +35,7 @@ def test_sample_letters_offsets_and_exclusions(sample_build):
     assert "impazzire" in bellini[0]["text"] and "Signora Giuditta Turina" in bellini[0]["text"]
     classense = manifest(sample_build)["summary"]["tasks"]["ner_classense"]
     assert classense["letters_in_corpus"] == 3 and classense["subset"]["size"] == 2
-    assert classense["counts"]["files that are not XML (skipped)"] == 1
+    assert classense["counts"]["files that are not XML (README, templates; not read)"] == 1
 
 
 def test_sample_wsd_rows(sample_build):
@@ -127,4 +127,5 @@ def test_eval_baseline_and_report_cli(sample_build, tmp_path):
 
 
 def test_sample_inputs_cover_every_role():
-    assert set(sample_inputs()) == {"leggomanzoni", "classense", "bellini", "bibit", "cavalcanti", "dantesources", "authors"}
+    assert set(sample_inputs()) == {"leggomanzoni", "wiktionary", "classense", "bellini", "bibit", "cavalcanti", "dantesources",
+                                    "authors"}

@@ -1,6 +1,7 @@
 """A model run through the evaluator engine (loopback chat server) and the chat-backed WSD build steps."""
 
 import json
+import math
 
 from histbench.builders.core.dataset import BuiltDataset
 from histbench.eval.backends import load_backend
@@ -57,3 +58,55 @@ def test_wsd_build_with_chat_model_and_cache(chat_server, tmp_path):
     asked = server.requests
     build(tmp_path, given, chat_model=server.spec(), wsd_questions=0)
     assert server.requests == asked          # answered from the chat cache
+
+
+def test_cut_off_answers_are_failures_and_long_letters_get_a_larger_budget(chat_server, tmp_path):
+    from .test_inputs import _letter_tree
+
+    folder = tmp_path / "letters"
+    folder.mkdir()
+    long_text = "Ricevo da Faenza la nota. " + "Del resto non ho altro da scrivere a Vostra Paternità. " * 110
+    _letter_tree(long_text).write(str(folder / "LONG.xml"), encoding="utf-8", xml_declaration=True)
+    _letter_tree().write(str(folder / "SHORT.xml"), encoding="utf-8", xml_declaration=True)
+    built = BuiltDataset.open(build(tmp_path, {"classense": str(folder)}, classense_subset=0))
+    bodies = []
+
+    def answer(messages):
+        complete = '{"entities": [{"text": "Faenza", "type": "LOC"}]}'
+        if "Del resto" in messages[-1]["content"]:
+            return {"content": complete, "finish_reason": "length"}       # what a provider says when the budget ran out
+        return complete
+
+    server = chat_server(answer)
+    server.fault_for = lambda n, body: bodies.append(body) and None
+    results = evaluate(built, tmp_path / "run", backend=load_backend(server.spec(), {}), tasks=["ner_classense"])
+    m = results["tasks"]["ner_classense"]
+    assert m["cut_off"] == 1 and m["parse_failures"] == 0
+    assert m["strict"]["per_type"]["LOC"]["tp"] == 1               # only the short letter's Faenza counts
+    items = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "run" / "items" / "ner_classense.jsonl").open()}
+    assert items["LONG"]["failure"] == "cut off (finish_reason length)" and items["LONG"]["predicted"] == []
+    budgets = sorted(b["max_tokens"] for b in bodies)
+    n_chars = max(len(r["text"]) for r in rows(built.path, "ner_classense"))
+    assert budgets == [1500, math.ceil(0.5 * n_chars)] and budgets[1] > 1500
+
+
+def test_chat_distractors_only_where_wiktionary_falls_short(chat_server, tmp_path):
+    from .fixtures import kaikki_entry
+
+    glosses = ["tratto di costa marina", "fianco di un monte", "regione affacciata sul mare", "striscia di terreno coltivato",
+               "linea di alture parallela a un fiume", "pendio boscoso", "territorio amministrato da una città costiera"]
+    path = tmp_path / "it.jsonl"
+    path.write_text(kaikki_entry("costiera", "noun", glosses) + "\n", encoding="utf-8")
+    asked = []
+
+    def answer(messages):
+        if '"distractors"' in messages[-1]["content"]:
+            asked.append(messages[-1]["content"].split("«", 1)[1].split("»", 1)[0])
+        return _builder_answer(messages)
+
+    server = chat_server(answer)
+    out = build(tmp_path, {"leggomanzoni": str(SAMPLE / "leggomanzoni"), "wiktionary": str(path)},
+                chat_model=server.spec(), wsd_questions=0)
+    costiera = next(r for r in rows(out, "wsd") if r["target_phrase"] == "costiera")
+    assert all(s in ("gold",) or s.startswith("wiktionary: costiera") for s in costiera["candidate_sources"])
+    assert "costiera" not in asked and len(asked) == len(rows(out, "wsd")) - 1

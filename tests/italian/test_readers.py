@@ -10,7 +10,7 @@ import yaml
 from lxml import etree
 
 from histbench.builders.core.errors import SourceError
-from histbench.builders.italian.bibit import Book, cut_snippets, read_book
+from histbench.builders.italian.bibit import Book, Poem, cut_snippets, read_book, verse_sentences
 from histbench.builders.italian.letters import EntityScheme, read_letter, select_subset
 from histbench.builders.italian.manzoni import same_phrase
 from histbench.builders.italian.tei import parse_xml
@@ -87,14 +87,50 @@ def test_p4_book_with_unreachable_dtd_is_read_offline(tmp_path):
     assert book.stats["verse lines not in Italian (left out)"] == 1
 
 
-def test_snippets_are_200_to_600_characters_cut_at_line_ends_3_3():
+def _verse_book(poems: list[list[str]]) -> Book:
+    return Book("b", "b", "t", "A", None, ["ita"], "Poesia", None, "verse",
+                [line for poem in poems for line in poem + [""]], [Poem(i, "", lines) for i, lines in enumerate(poems)])
+
+
+def test_verse_snippets_end_sentences_within_one_poem_3_3():
+    # 3.3: "The text is split at natural sentence endings"; snippets never run across poems
     rnd = np.random.default_rng(0)
-    lines = ["parola " * int(rnd.integers(3, 12)) for _ in range(200)]
-    book = Book("b", "b", "t", "A", None, ["ita"], "Poesia", None, "verse", [line.strip() for line in lines])
+    poems = []
+    for _ in range(12):
+        lines = []
+        for _ in range(int(rnd.integers(8, 30))):
+            words = " ".join(["parola"] * int(rnd.integers(3, 9)))
+            end = "." if rnd.random() < 0.3 else ","
+            lines.append(words + end)
+        lines[-1] = lines[-1].rstrip(",.") + "."
+        poems.append(lines)
     stats = Counter()
-    snippets = cut_snippets(book, 200, 600, stats)
+    snippets = cut_snippets(_verse_book(poems), 200, 600, stats)
+    texts = ["\n".join(p) for p in poems]
     assert snippets and all(200 <= len(s.text) <= 600 for s in snippets)
-    assert all(line in {x.strip() for x in lines} for s in snippets for line in s.text.split("\n"))
+    assert all(s.text.endswith(".") for s in snippets)
+    assert all(any(s.text in t for t in texts) for s in snippets)          # inside one poem
+    assert all(s.text.split("\n")[0] in {line for p in poems for line in p} or s.text[0].isupper() for s in snippets)
+    assert stats["text left at the end of a poem, shorter than the minimum (dropped)"] > 0
+
+
+def test_verse_sentence_ends_inside_a_line_and_at_line_ends():
+    text = "del cielo azzurro. - È l'usignolo, o Rosa! -\nIl mare, al buio, fu cattivo. Urlava\nsotto gli schiocchi della folgore! ora\nqua e là"
+    spans = verse_sentences(text)
+    pieces = [text[a:b] for a, b in spans]
+    # a closing dash at a line end belongs to the sentence; "! ora" (lower case) does not end one;
+    # the poem's end ends its last sentence
+    assert pieces == ["del cielo azzurro.", "- È l'usignolo, o Rosa! -", "Il mare, al buio, fu cattivo.",
+                      "Urlava\nsotto gli schiocchi della folgore! ora\nqua e là"]
+
+
+def test_stage_directions_inside_lines_are_not_verse(tmp_path):
+    path = tmp_path / "bibit000409"
+    path.write_text(
+        '<TEI.2><teiHeader><fileDesc><titleStmt><title>Dramma</title><author>Pietro Metastasio</author></titleStmt>'
+        "</fileDesc></teiHeader><text><body><div1><sp><speaker>TITO</speaker><lg><l>Io mi ricorderò. <stage>(parte</stage></l>"
+        "</lg></sp></div1></body></text></TEI.2>", encoding="utf-8")
+    assert read_book(path).poems[0].lines == ["Io mi ricorderò."]
 
 
 def test_overlap_rule_nested_spans_sharing_an_edge_word_3_1():
@@ -114,3 +150,12 @@ def test_subset_chi_square_preserves_distribution_3_2():
     sub = counts[chosen].sum(0)
     assert test["chi2"] == pytest.approx(chisquare(sub, p * sub.sum()).statistic)
     assert test["dof"] == 3 and test["p_value"] > 0.5
+
+
+def test_an_anonymous_book_is_read_and_left_out_of_the_author_tasks(tmp_path):
+    # the real corpus holds 22 works that name no author (bibit000029, the Liber Maiolichinus)
+    path = tmp_path / "bibit000029"
+    path.write_text(
+        "<TEI.2><teiHeader><fileDesc><titleStmt><title>Liber Maiolichinus</title></titleStmt></fileDesc></teiHeader>"
+        "<text><body><div1><lg><l>Prima riga.</l></lg></div1></body></text></TEI.2>", encoding="utf-8")
+    assert read_book(path).author == ""

@@ -1,5 +1,7 @@
 """Builds on the real sources in ../shared/realdata/italian (skipped when absent)."""
 
+import re
+
 import pytest
 
 from .conftest import build, manifest, rows
@@ -57,3 +59,56 @@ def test_real_wsd_and_syntax_rows(real_build):
     for row in rows(real_build, "head"):
         assert row["text"][row["token"]["start"]:row["token"]["end"]] == row["token"]["form"]
         assert row["options"][row["gold_index"]]["id"] == row["head"]["id"]
+
+
+def test_real_wsd_items_are_word_sense_questions_3_1(real_build):
+    # measured on the real chapter 1 with its 40 commentaries (TF-IDF similarity, offline screening)
+    task = manifest(real_build)["summary"]["tasks"]["wsd"]
+    funnel = {f["step"]: f["this build"] for f in task["funnel"]}
+    assert funnel["phrases explained by at least two commentators"] == 474
+    assert funnel["entries kept by screening"] == 292 and funnel["entries below the similarity threshold"] == 288
+    assert len(task["commentators"]) == 40
+    wsd = rows(real_build, "wsd")
+    for row in wsd:
+        assert row["target_phrase"] and row["target_end"] > row["target_start"]
+        assert not any(name in row["answer"] for name in ("Gonin", "Riccardi", "Intestazione", "Capolettera"))
+        # no answer stops at an abbreviation the segmenter should have read through ("il M.", "don Abb.")
+        last = row["answer"].rsplit(" ", 1)[-1]
+        if len(last) == 1 or last in ("Abb", "Manz", "cap", "ediz", "pag", "letter"):
+            for note in row["explanations"]:
+                text = note["text"]
+                if text.lower().startswith(row["answer"].lower()):
+                    assert not re.match(r"\.\s+\w", text[len(row["answer"]):]), (row["answer"], text[:80])
+
+
+def test_real_ner_ceiling_3_2(realdata, tmp_path):
+    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.eval.italian.run import evaluate
+
+    built = BuiltDataset.open(build(tmp_path, {"classense": str(realdata / "classense")}, classense_subset=0))
+    results = evaluate(built, tmp_path / "first", baseline="first")
+    limit = results["tasks"]["ner_classense"]["ceiling"]
+    # a perfect answer on the 43 real letters: 12 of 1,997 entities share their text with an
+    # earlier unannotated occurrence ("Classe" before "Badia di Classe"), so it scores 0.993
+    assert (limit["gold_entities"], limit["mapped_to_another_occurrence"]) == (1997, 12)
+    assert limit["strict_f1"] == pytest.approx(0.9931, abs=5e-4)
+
+
+def test_real_verse_snippets_end_sentences_within_one_poem_3_3(realdata):
+    import re
+    from collections import Counter
+
+    from histbench.builders.italian.bibit import cut_snippets, read_books
+
+    books, _ = read_books(realdata / "biblioteca")
+    verse = [b for b in books if b.kind == "verse"]
+    total = ended = 0
+    for book in verse:
+        stats = Counter()
+        texts = [p.text() for p in book.poems]
+        for snippet in cut_snippets(book, 200, 600, stats):
+            total += 1
+            ended += bool(re.search(r"[.!?…][»”’\"')\]]*(?:\s*[-–—])?$", snippet.text))
+            assert any(snippet.text in t for t in texts)
+    # measured on the 23 real books (the old line-end cutting: 555 of 2,399 ended a sentence, 274 ran across poems)
+    assert total == 1849 and ended == total

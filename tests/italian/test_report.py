@@ -1,0 +1,47 @@
+"""The results figure and tables: metrics kept apart, intervals on every bar, the legend
+off the data, and every title naming the paper's section."""
+
+import matplotlib
+import pytest
+from matplotlib.container import ErrorbarContainer
+
+from histbench.builders.core.dataset import BuiltDataset
+from histbench.eval.italian.report import TITLES, draw_results, results_figure, results_markdown
+from histbench.eval.italian.run import evaluate
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def baseline_runs(sample_build, tmp_path_factory):
+    work = tmp_path_factory.mktemp("italian-runs")
+    built = BuiltDataset.open(sample_build)
+    return [evaluate(built, work / name, baseline=name) for name in ("random", "capitalised")]
+
+
+def test_figure_has_one_panel_per_metric_with_intervals_and_the_legend_below(baseline_runs, tmp_path):
+    fig = draw_results(baseline_runs)
+    axes = fig.axes
+    assert [ax.get_ylabel() for ax in axes] == ["accuracy", "Spearman's rho", "macro F1"]
+    assert all(any(s in ax.get_title() for s in ("3.1", "3.2", "3.3")) for ax in axes)
+    assert axes[1].get_ylim() == (-1.0, 1.0)
+    for ax in axes:
+        bars = [c for c in ax.containers if not isinstance(c, ErrorbarContainer)]
+        assert len(bars) == len(baseline_runs)                                  # one bar group per run
+        assert all(c.errorbar is not None for c in bars)                         # every bar has its interval
+    (legend,) = fig.legends
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    for ax in axes:
+        assert box.y1 <= ax.get_window_extent(renderer).y0                       # below every panel, never over bars
+    names = [t.get_text() for t in legend.get_texts()]
+    assert {"baseline:random", "baseline:capitalised", "chance", "ceiling (perfect answer)"} <= set(names)
+    assert "3.1-3.5" in fig._suptitle.get_text()
+    path = results_figure(baseline_runs, tmp_path / "results.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tables_name_the_papers_sections_and_show_failures(baseline_runs):
+    text = results_markdown(baseline_runs)
+    assert all(f"paper section 3.{k}" in title for k, title in zip([1, 2, 2, 3, 3, 4, 4, 5], TITLES.values(), strict=True))
+    assert text.count("#### ") == 8 and "cut off" in text and "ceiling strict / fuzzy" in text and "[95% CI]" in text
