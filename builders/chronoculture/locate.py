@@ -111,10 +111,11 @@ def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...]
     return f"value labels ({found}) do not carry the options ({wanted})"
 
 
-def locate_question(meta: FileMeta, question) -> Located | str:
-    """The one variable of the file that holds `question`, or why there is none."""
+def locate_question(meta: FileMeta, question, exclude=frozenset()) -> Located | str:
+    """The one variable of the file that holds `question`, or why there is none (variables in
+    `exclude`, e.g. pinned for other questions, are not considered)."""
     pattern = question.label_pattern
-    hits = [c for c in meta.columns if not COUNTRY_SPECIFIC.match(c)
+    hits = [c for c in meta.columns if c not in exclude and not COUNTRY_SPECIFIC.match(c)
             and pattern.search(meta.variable_labels.get(c) or "")]
     if not hits:
         return f"no variable label matches /{question.label}/"

@@ -355,18 +355,32 @@ def _study_variables(meta: FileMeta, study: Study, registry: Registry, countries
 
 
 def _located_sources(meta: FileMeta, study: Study, entries, report: FileReport) -> list:
-    """Pinned entries as given; questions to locate are looked for by label (found -> a SourceRef)."""
-    out = []
+    """Pinned entries as given; questions to locate are looked for by label (found -> a SourceRef).
+
+    A variable pinned for another question, or found for two questions, is nobody's find:
+    the questions concerned are reported as not found (pin the right one in the registry).
+    """
+    pinned = {meta.column(s.variable) or s.variable for _, s in entries if s is not None}
+    out, found_by = [], {}
     for question, source in entries:
         if source is not None:
             out.append((question, source))
             continue
-        found = locate_question(meta, question)
+        found = locate_question(meta, question, exclude=pinned)
         if isinstance(found, Located):
-            out.append((question, SourceRef(study.id, found.variable, found.codes, found.invalid, found.how)))
-            report.located[question.id] = f"{found.variable} ({found.how})"
+            found_by.setdefault(found.variable, []).append((question, found))
         else:
             report.not_located[question.id] = found
+    for variable, claims in found_by.items():
+        if len(claims) > 1:
+            names = ", ".join(q.id for q, _ in claims)
+            for question, _ in claims:
+                report.not_located[question.id] = f"{variable} fits several questions ({names}): pin it in the registry"
+            continue
+        question, found = claims[0]
+        invalid = tuple(sorted(set(found.invalid) | (set(question.invalid_codes) - {c for g in found.codes for c in g})))
+        out.append((question, SourceRef(study.id, found.variable, found.codes, invalid, found.how)))
+        report.located[question.id] = f"{found.variable} ({found.how})"
     return out
 
 
