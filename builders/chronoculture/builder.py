@@ -184,6 +184,7 @@ class ChronoCultureBuilder(BenchmarkBuilder):
         summary["exclusions"]["off_scale_codes_above_1_percent"] = off_scale
         summary["exclusions"]["cells_missing_weight"] = {f: v for f, v in missing_weight_cells.items()}
         summary["scale_policy"] = scale_policy
+        summary["scale_changes"] = stats["scale_changes"]
         _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, stats["scale_changes"])
         if not configs["pairs"]:
             raise SourceError(_why_no_pairs(files, summary, cell_rules, stats), file=", ".join(

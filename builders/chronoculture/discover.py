@@ -49,7 +49,6 @@ from .locate import (
     COUNTRY_SPECIFIC,
     Located,
     answer_codes,
-    country_map_from_labels,
     is_non_answer,
     locate_country,
     locate_question,

@@ -66,9 +66,13 @@ def is_non_answer(code: float, label: str) -> bool:
     return code < 0 or bool(NON_ANSWER.search(str(label)))
 
 
+def _numeric_codes(labels: dict) -> dict[float, str]:
+    return {float(c): str(v) for c, v in labels.items() if isinstance(c, int | float) and not isinstance(c, bool)}
+
+
 def answer_codes(labels: dict) -> dict[float, str]:
     """The labelled codes that are answers (not negative, not a non-answer label)."""
-    return {c: str(v) for c, v in labels.items() if isinstance(c, float) and not is_non_answer(c, v)}
+    return {c: v for c, v in _numeric_codes(labels).items() if not is_non_answer(c, v)}
 
 
 @dataclass(frozen=True)
@@ -131,8 +135,8 @@ def locate_question(meta: FileMeta, question, exclude=frozenset()) -> Located | 
             continue
         codes, how = result
         option_codes = {c for group in codes for c in group}
-        invalid = tuple(sorted(c for c, v in labels.items()
-                               if isinstance(c, float) and c not in option_codes and is_non_answer(c, v)))
+        invalid = tuple(sorted(c for c, v in _numeric_codes(labels).items()
+                               if c not in option_codes and is_non_answer(c, v)))
         fitting.append(Located(column, codes, invalid, how))
     if len(fitting) == 1:
         return fitting[0]

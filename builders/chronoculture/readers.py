@@ -120,6 +120,9 @@ def _normal(text) -> str:
     return " ".join(str(text).casefold().replace("’", "'").split())
 
 
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$"
+
+
 def _csv_text_to_codes(meta: FileMeta, column: str, values, labels: dict | None):
     """Numbers stay numbers; text is mapped through `labels` ({label: code}, compared without
     case and extra spaces); text that no table maps stops the build naming the variable."""
@@ -128,6 +131,11 @@ def _csv_text_to_codes(meta: FileMeta, column: str, values, labels: dict | None)
 
     text = pd.Series(values, dtype="string").str.strip()
     numbers = pd.to_numeric(text, errors="coerce")
+    # digit strings too long for the parser (a 40 MB number) are numbers too: float() makes them inf
+    overflow = numbers.isna() & text.str.fullmatch(NUMBER, case=False).fillna(False)
+    if overflow.any():
+        numbers = numbers.astype("float64")
+        numbers[overflow] = [float(v) for v in text[overflow]]
     is_text = numbers.isna() & text.notna() & (text != "")
     if not is_text.any():
         return numbers.to_numpy(np.float64), None
@@ -136,7 +144,8 @@ def _csv_text_to_codes(meta: FileMeta, column: str, values, labels: dict | None)
     mapped = {value: table.get(_normal(value)) for value in distinct}
     unknown = [value for value, code in mapped.items() if code is None]
     if unknown:
-        shown = ", ".join(repr(u) for u in unknown[:6]) + (" ..." if len(unknown) > 6 else "")
+        shown = ", ".join(repr(u if len(u) <= 40 else u[:40] + "...") for u in unknown[:6])
+        shown += " ..." if len(unknown) > 6 else ""
         first = int(np.flatnonzero(is_text.to_numpy() & text.isin(unknown).fillna(False).to_numpy())[0])
         known = ", ".join(repr(k) for k in list(labels or {})[:8]) or "none"
         raise SourceError(
@@ -156,11 +165,14 @@ def _check_id_column(meta: FileMeta, column: str, values) -> None:
 
     values = np.asarray(values, dtype=np.float64)
     present = ~np.isnan(values)
-    bad = present & (~np.isfinite(values) | (np.abs(values) > MAX_ID_CODE) | (np.mod(values, 1) != 0))
+    finite = np.isfinite(values)
+    whole = np.zeros(values.shape, dtype=bool)
+    whole[finite] = np.mod(values[finite], 1) == 0
+    bad = present & (~finite | (np.abs(np.where(finite, values, 0)) > MAX_ID_CODE) | ~whole)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        value = values[row]
-        shown = f"{value!r:.40}" if np.isfinite(value) else str(value)
+        value = float(values[row])
+        shown = repr(value)[:40] if np.isfinite(value) else str(value)
         line = row + 2 if meta.format == "csv" else row + 1
         raise SourceError(
             f"expected a whole-number code here, got {shown} ({int(bad.sum())} such value(s) in the column)",
