@@ -12,8 +12,9 @@ it makes is reported (console, summary, `--discover`):
   punctuation-free labels, so "Agree strongly" matches "Strongly agree"); when the
   labels differ in wording but the file's answer codes are exactly 1..K for K options,
   the codes are taken in questionnaire order ("by position": ISSP codes every replicated
-  item in the order of its answer boxes). Exactly one variable must qualify; none or
-  several is reported and the question is left out for that file.
+  item in the order of its answer boxes). A variable matched by its value labels beats
+  one matched by position. Exactly one variable must qualify; none or several is
+  reported and the question is left out for that file.
 - **invalid codes** of a located variable: negative codes and codes whose label reads
   like a non-answer (can't choose, don't know, no answer, not applicable, refused).
 - **country**: `C_ALPHAN` (alpha-2 codes with sample suffixes such as DE-W, GB-NIR),
@@ -138,6 +139,9 @@ def locate_question(meta: FileMeta, question, exclude=frozenset()) -> Located | 
         invalid = tuple(sorted(c for c, v in _numeric_codes(labels).items()
                                if c not in option_codes and is_non_answer(c, v)))
         fitting.append(Located(column, codes, invalid, how))
+    by_label = [f for f in fitting if "position" not in f.how]
+    if by_label:  # a variable whose value labels name the options beats one that only has K codes
+        fitting = by_label
     if len(fitting) == 1:
         return fitting[0]
     if not fitting:

@@ -165,6 +165,7 @@ def build_records(
         values = question.values
         labels = question.labels
         d_h = normalised_wasserstein(old.gold, new.gold, values)
+        g_old, g_new = old.gold.tolist(), new.gold.tolist()  # plain lists: the writer's fast schema path takes them
         noise.append(noise_distances(old.gold, values, pair_rng(seed, pid), draws=noise_draws))
         category = shift_category(d_h)
         available = sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0))
@@ -180,7 +181,7 @@ def build_records(
             "year_old": old.year, "year_new": new.year, "wave_old": old.wave, "wave_new": new.wave,
             "source_old": old.source, "source_new": new.source,
             "years_available": [c.year for c in available],
-            "G_old": old.gold, "G_new": new.gold, "n_old": old.n, "n_new": new.n,
+            "G_old": g_old, "G_new": g_new, "n_old": old.n, "n_new": new.n,
             "d_h": d_h, "shift_category": category,
             "shift_category_tighter": shift_category(d_h, "tighter"),
             "shift_category_looser": shift_category(d_h, "looser"),
@@ -190,13 +191,13 @@ def build_records(
             items.append({
                 "item_id": f"{pid}__{period}", "pair_id": pid, "period": period, "year": cell.year, **common,
                 **place, **topic, "shift_category": category, "d_h": d_h,
-                "option_labels": labels, "option_values": values, "gold": cell.gold, "n": cell.n,
+                "option_labels": labels, "option_values": values, "gold": cell.gold.tolist(), "n": cell.n,
                 "messages": templates.distribution(country.name, question.text, labels, cell.year),
             })
         undated.append({
             "undated_id": pid, "pair_id": pid, **common, **place, **topic,
             "option_labels": labels, "option_values": values, "n_years": len(available),
-            "years": [{"year": c.year, "wave": c.wave, "gold": c.gold, "n": c.n} for c in available],
+            "years": [{"year": c.year, "wave": c.wave, "gold": c.gold.tolist(), "n": c.n} for c in available],
             "messages": templates.distribution(country.name, question.text, labels, None),
         })
         mode_old, mode_new = int(np.argmax(old.gold)), int(np.argmax(new.gold))
@@ -216,7 +217,7 @@ def build_records(
         mcq.append({
             "mcq_id": pid, "pair_id": pid, **common, **place, **topic, "shift_category": category, "d_h": d_h,
             "year_old": old.year, "year_new": new.year, "option_labels": labels, "option_letters": letters,
-            "G_old": old.gold, "G_new": new.gold, "mode_old": mode_old, "mode_new": mode_new,
+            "G_old": g_old, "G_new": g_new, "mode_old": mode_old, "mode_new": mode_new,
             "mode_label_old": labels[mode_old], "mode_label_new": labels[mode_new],
             "answer_old": letters[mode_old], "answer_new": letters[mode_new],
             "margin_old": margin_old, "margin_new": margin_new, "mode_changed": changed,

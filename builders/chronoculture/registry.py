@@ -457,7 +457,8 @@ def load_registry(path: Path) -> Registry:
     path = Path(path)
     where = _Where(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the same data, faster
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
     except OSError as exc:
         raise SourceError(f"cannot read the question registry: {exc}", file=path) from exc
     except yaml.YAMLError as exc:

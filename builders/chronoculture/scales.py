@@ -47,10 +47,13 @@ class PeriodScale:
         return int(self.options.sum()) + int(sum(self.unregistered.values()))
 
     def shares(self) -> dict:
-        total = max(self.total, 1)
-        out = {("option", i): n / total for i, n in enumerate(self.options.tolist())}
-        out.update({("code", c): n / total for c, n in self.unregistered.items()})
-        return out
+        cached = self.__dict__.get("_shares")
+        if cached is None:
+            total = max(self.total, 1)
+            cached = {("option", i): n / total for i, n in enumerate(self.options.tolist())}
+            cached.update({("code", c): n / total for c, n in self.unregistered.items()})
+            self.__dict__["_shares"] = cached
+        return cached
 
 
 def _name(category, labels) -> str:
@@ -63,7 +66,7 @@ def _name(category, labels) -> str:
 
 def scale_difference(a: PeriodScale | None, b: PeriodScale | None) -> str | None:
     """Why periods a and b are not on the same scale, or None when nothing says they differ."""
-    if a is None or b is None:
+    if a is None or b is None or a is b:
         return None
     if a.labelled_extras is not None and b.labelled_extras is not None and a.labelled_extras != b.labelled_extras:
         def show(extras):

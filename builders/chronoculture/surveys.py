@@ -113,7 +113,8 @@ def _shown(code) -> str:
 
 
 def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | None, variable: str) -> None:
-    """Every registry code of the question must be a value label of the variable."""
+    """Every registry code of the question must be a value label of the variable (numeric scales,
+    `scale: {from, to}`: their two ends; files often label only those)."""
     if not meta.has_value_labels:
         return
     labels = meta.labels(variable)
@@ -122,7 +123,10 @@ def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | N
             f"variable has no value labels, so the registry codes of question {question.id} cannot be checked "
             "(is this the variable the registry means?)", file=meta.path, field=variable,
         )
-    for option, codes in zip(question.options, question.codes_for(source), strict=True):
+    pairs = list(zip(question.options, question.codes_for(source), strict=True))
+    if question.is_scale:
+        pairs = [pairs[0], pairs[-1]]
+    for option, codes in pairs:
         absent = [c for c in codes if c not in labels]
         if absent:
             known = ", ".join(f"{_shown(k)}={v!r}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))[:12])
