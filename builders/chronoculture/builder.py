@@ -1,14 +1,16 @@
 """The ChronoCulture builder: WVS and ISSP files -> pairs, items, undated, mcq.
 
-    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA1950.sav ZA2900.dta
-    histbench build chronoculture --wvs WVS_TimeSeries.sav --discover draft.yaml   # draft registry, no build
+    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA1950.sav ZA2900.dta ZA4700_v1-0-0.dta
+    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA*.sav --discover mine.yaml  # attach, no build
 
 Flow: registry + country table + prompt templates -> each file's metadata (required
-variables, registry codes against value labels) -> only the needed columns -> per
-question a vectorised tabulation into gold distributions per country x period (gold.py)
--> temporal pairs, noise, modal variant and prompts (pairs.py) -> records + summary.
-Every respondent, cell and question x country that a rule drops is counted in the
-summary (printed, in the card and in histbench.json).
+variables, registry codes against value labels; ISSP variables the registry does not pin
+found by their labels, locate.py) -> only the needed columns -> per question a vectorised
+tabulation into gold distributions per country x period (gold.py) and the answers of each
+period (scales.py, rule 3.2) -> temporal pairs, noise, modal variant and prompts
+(pairs.py) -> records + summary. Every respondent, cell and question x country that a
+rule drops is counted in the summary (in the card and in histbench.json); those that
+change what the user gets are printed on the console as well.
 """
 
 from __future__ import annotations
@@ -427,4 +429,15 @@ def _markdown(s: dict) -> str:
         )
     if ex["unregistered_codes_treated_as_invalid"]:
         out += ["", f"Unregistered answer codes treated as invalid: {json.dumps(ex['unregistered_codes_treated_as_invalid'])}"]
+    changes = s.get("scale_changes") or {}
+    if changes:
+        out += ["", f"Rule 3.2 (a consistent scale, `--scale-change {s.get('scale_policy', 'drop')}`): "
+                    f"{sum(e['pairs_not_formed'] for e in changes.values())} pair(s) not formed: "
+                    + "; ".join(f"{q} {e['pairs_not_formed']} ({e['reasons'][0]['reason']})" for q, e in changes.items())]
+    found = [(f["file"], len(f["questions_located_by_label"]), len(f["questions_not_found"]))
+             for f in ex["respondents_per_file"] if f["questions_located_by_label"] or f["questions_not_found"]]
+    if found:
+        out += ["", "ISSP variables found by their labels (the rest are pinned in the registry): "
+                    + "; ".join(f"`{name}` {n} found, {m} not found" for name, n, m in found)
+                    + " (variables and reasons in histbench.json)."]
     return "\n".join(out)

@@ -15,8 +15,9 @@ it makes is reported (console, summary, `--discover`):
   item in the order of its answer boxes). A variable matched by its value labels beats
   one matched by position. Exactly one variable must qualify; none or several is
   reported and the question is left out for that file.
-- **invalid codes** of a located variable: negative codes and codes whose label reads
-  like a non-answer (can't choose, don't know, no answer, not applicable, refused).
+- **invalid codes** of a located variable: negative codes and codes whose (short) label
+  reads like a non-answer (can't choose, don't know, no answer, not applicable, refused;
+  an answer such as "I don't know whether there is a God ..." is not one).
 - **country**: `C_ALPHAN` (alpha-2 codes with sample suffixes such as DE-W, GB-NIR),
   else the first numeric variable named country / C_SAMPLE / V4 / V3 (or labelled
   "country") whose value labels name countries of the country table for at least 80% of
@@ -63,8 +64,13 @@ def normal(text) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
 
+NON_ANSWER_LENGTH = 40  # "Can't choose, don't know"; not "I don't know whether there is a God and ..."
+
+
 def is_non_answer(code: float, label: str) -> bool:
-    return code < 0 or bool(NON_ANSWER.search(str(label)))
+    """Negative codes, and short labels that say the respondent gave no answer."""
+    text = str(label)
+    return code < 0 or (len(text) <= NON_ANSWER_LENGTH and bool(NON_ANSWER.search(text)))
 
 
 def _numeric_codes(labels: dict) -> dict[float, str]:
@@ -92,6 +98,9 @@ def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...]
         outside = sorted(c for c in answers if not low <= c <= high)
         if outside:
             return f"labelled answer codes {_codes_text(outside)} fall outside the scale {_shown(low)}-{_shown(high)}"
+        if not answers or min(answers) != low or max(answers) != high:  # a 1-4 item is not a 1-10 scale
+            return (f"labelled answer codes {_codes_text(sorted(answers))} do not reach both ends of the scale "
+                    f"{_shown(low)}-{_shown(high)}")
         return tuple(o.codes for o in question.options), "label, numeric scale"
     if not answers:
         return "the variable has no labelled answer codes"

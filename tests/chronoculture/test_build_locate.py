@@ -147,6 +147,17 @@ def test_codes_by_position_when_labels_are_worded_differently(tmp_path):
     trust = {q.id: q for q in registry.issp_questions}["issp_rog_trust_government"]
     assert match_options(trust, agree)[1] == "label"  # word order and aliases: "Agree strongly" = "Strongly agree"
     assert "do not carry the options" in match_options(jobs, {1: "Yes", 2: "No", 3: "Maybe"})
+    # an answer that says "don't know" is an answer, not a non-answer (found by the benchmark)
+    god = {q.id: q for q in registry.issp_questions}["issp_rel_belief_in_god"]
+    beliefs = {float(o.codes[0]): o.label for o in god.options}
+    assert "don't know whether there is a God" in beliefs[2.0]
+    assert match_options(god, {**beliefs, 8.0: "Can't choose, don't know"}) == (
+        tuple(o.codes for o in god.options), "label")
+    # a numeric 1-10 scale is not a 1-4 item whose label happens to match (found by the benchmark)
+    top = {q.id: q for q in registry.issp_questions}["issp_si_self_placement"]
+    four = {1: "Very strong conflicts", 2: "Strong conflicts", 3: "Not very strong conflicts", 4: "No conflicts"}
+    assert "do not reach both ends of the scale 1-10" in match_options(top, four)
+    assert match_options(top, {1: "Bottom", 10: "Top", 98: "Can't choose"})[1] == "label, numeric scale"
 
 
 def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, build):
@@ -241,3 +252,17 @@ def test_the_readme_make_line_runs_as_written(tmp_path):
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "chronoculture-1.0.0" / "histbench.json").exists()
     assert "ZA1950.sav" in run.stderr and "ZA2900.dta" in run.stderr
+
+
+def test_every_documented_make_line_names_registry_studies():
+    """The make lines of the README and the docs name ISSP files the registry recognises."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    registry = load_registry(SOURCES / "registry.yaml")
+    lines = [line for doc in ("README.md", "docs/building.md", "docs/chronoculture.md")
+             for line in (root / doc).read_text().splitlines() if line.startswith("make build-chronoculture")]
+    assert len(lines) >= 3
+    for line in lines:
+        names = re.search(r'ISSP="([^"]+)"', line).group(1).split()
+        assert [registry.study_for(Path(n)).id for n in names] == [Path(n).stem.split("_")[0] for n in names]
