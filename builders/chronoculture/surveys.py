@@ -221,6 +221,25 @@ def _csv_labels(question: Question, source: SourceRef | None, missing: dict) -> 
     return table
 
 
+# A CSV export's non-answer labels -> the ISSP codes for them (up to 2009, then from 2010 on)
+ISSP_MISSING_LABELS = {
+    "Can't choose": (8, -8), "Cant choose": (8, -8), "Can't choose, don't know": (8, -8), "Don't know": (8, -8),
+    "NA": (9, -9), "No answer": (9, -9), "NAP": (0, -4), "Not applicable": (0, -4), "Refused": (9, -7),
+}
+
+
+def _issp_missing_labels(question: Question, source: SourceRef) -> dict:
+    """Non-answer labels mapped to the question's invalid code for them (its lowest otherwise)."""
+    invalid = set(question.invalid_for(source))
+    if not invalid:
+        return {}
+    out = {}
+    for label, codes in ISSP_MISSING_LABELS.items():
+        known = [c for c in codes if float(c) in invalid]
+        out[label] = known[0] if known else min(invalid)
+    return out
+
+
 def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
     settings = registry.wvs
     if settings is None or not registry.wvs_questions:
@@ -424,7 +443,7 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     else:
         report.variables["year"] = f"{year_spec.fixed} (module year)"
     text = (country.variable,) if country.coding in ("alpha2", "alpha3") else ()
-    csv_labels = {s.variable: _csv_labels(q, s, {}) for q, s in questions}
+    csv_labels = {s.variable: _csv_labels(q, s, _issp_missing_labels(q, s)) for q, s in questions}
     frame = read_columns(meta, required + [s.variable for _, s in questions], text_columns=text,
                          csv_labels=csv_labels, id_columns=tuple(c for c in (year_variable,) if c) + (
                              () if text else (country.variable,)), labelled_columns=report.csv_text_answers)

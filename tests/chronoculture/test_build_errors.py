@@ -268,3 +268,18 @@ def test_labelled_csv_answer_the_registry_cannot_map(build, registry_file, tmp_p
     with pytest.raises(SourceError, match=r"answers as text that the registry cannot map to codes \('Rather happy'\)") as info:
         build(wvs=path, registry=registry_file(), allow_missing_questions=True)
     assert (info.value.row, info.value.field) == (3, "A008")
+
+
+def test_labelled_issp_csv_export(issp_file, build, registry_file, tmp_path):
+    """An ISSP module file exported to CSV with labels: options and "Can't choose" map through the registry."""
+    numeric = issp_file("ZA1950.sav", [{"v3": 1, "answers": {1: 300, 2: 200, 3: 80, 4: 20, 8: 30}}])
+    df, _ = pyreadstat.read_sav(numeric)
+    names = {1.0: "Definitely should be", 2.0: "Probably should be", 3.0: "Probably should not be",
+             4.0: "Definitely should not be", 8.0: "Can't choose"}
+    df["v49"] = df["v49"].map(names)
+    csv = tmp_path / "ZA2900.csv"
+    df.rename(columns={"v49": "v36", "v114": "v325"}).to_csv(csv, index=False)
+    out = build(issp=[numeric, csv], registry=registry_file())
+    pair = out["pairs"][0]
+    assert pair["G_old"] == pytest.approx(pair["G_new"]) and pair["n_new"] == 600
+    assert out["summary"]["exclusions"]["invalid_answers"]["ISSP"] == {"8": 60}
