@@ -1,24 +1,42 @@
-"""ChronoCulture build speed and memory on a WVS-scale time-series file.
+"""ChronoCulture build speed and memory on files shaped like the real WVS and ISSP releases.
 
-    .venv/bin/python bench/chronoculture_build.py [--respondents 400000] [--filler 220]
+    .venv/bin/python bench/chronoculture_build.py [--respondents 450000] [--width 1400] [--issp-respondents 1100]
 
-Writes once (cached in bench/.cache/, git-ignored) a synthetic WVS time-series .sav with
-400,000 respondents, 100 countries x 5 waves (3-7), the registry's 86 WVS question
-variables plus labelled filler variables (>= 300 labelled question variables in all), then
-runs, each in a fresh process:
+Writes once (cached in bench/.cache/chronoculture/, git-ignored), with a fixed seed:
 
-  baseline  pyreadstat.read_sav of only the columns the build needs (usecols), nothing else;
-  build     the whole `histbench build chronoculture --wvs FILE` (hashing, metadata checks,
-            reading, gold cells, pairs, noise, prompts, schema check, parquet, card).
+- a WVS time-series .sav with 450,000 respondents over 100 countries and waves 3-7 (about
+  60 countries in wave 7), at the real file's width of some 1,400 variables: the
+  registry's WVS questions plus labelled filler items, every variable with value labels
+  and its negative codes declared as SPSS user-missing values; and the same respondents
+  at the registry's width (identifiers and registry questions only);
+- one file per ISSP module year of the registry (33 files, .dta and .sav, named like
+  GESIS releases: ZA4700_v1-0-0.dta), 6-40 countries each with about 1,100 respondents,
+  every question of the module under a label its pattern finds, value labels with the
+  non-answer codes of the period (8/9 up to 2009, -8/-9 after), the 1985-1996 Role of
+  Government files with the registry's pinned variables and country codes, later files
+  with C_ALPHAN sample codes or numeric country codes with labels.
 
-and prints both times, their ratio (target <= 2) and each process's peak RSS (target
-<= 4 GB).
+Answers follow planned distributions whose shifts between the oldest and the newest
+period are drawn in the proportions of the paper's Table 1, so the build's counts can be
+compared with Tables 1 and 4 (their size depends on the registry and the planned country
+coverage, not on the paper's data).
+
+Then, each in a fresh process and for each width:
+
+  baseline  pyreadstat of exactly the columns the build needs, from every file (usecols), nothing else;
+  build     the whole `histbench build chronoculture` on the same files (hashing, metadata, variables
+            found by label, reading, gold cells, rule 3.2, pairs, noise, prompts, schema check,
+            parquet, card).
+
+and prints wall and CPU time, their ratio (target <= 2), each process's peak RSS (target <=
+4 GB), and the build's counts beside the paper's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -30,58 +48,247 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache" / "chronoculture"
 WAVES = (3, 4, 5, 6, 7)
-YEARS = {3: 1996, 4: 2001, 5: 2006, 6: 2012, 7: 2018}
+WAVE_YEARS = {3: 1996, 4: 2001, 5: 2006, 6: 2012, 7: 2018}
+WVS_MISSING = {-1: "Don't know", -2: "No answer", -3: "Not applicable", -4: "Not asked in survey", -5: "Missing; Unknown"}
+# Table 1's shares of pairs by shift category, and the W ranges drawn within each
+SHIFT_PLAN = ((0.252, 0.0, 0.025), (0.534, 0.035, 0.095), (0.176, 0.105, 0.19), (0.038, 0.21, 0.32))
+WIDE_LATE_WAVE_ONLY = ("E233A", "E233B", "E265", "H009", "H010", "H011", "G255", "G256", "G257", "G062", "G063")
 
 
 def _registry():
-    sys.path.insert(0, str(ROOT))
     from histbench.builders.chronoculture.registry import load_registry
     from histbench.builders.core.resources import Resources
 
     return load_registry(Resources.default().source_dir("chronoculture") / "registry.yaml")
 
 
-def make_file(path: Path, respondents: int, filler: int, seed: int = 0) -> None:
-    import pandas as pd
-    import pyreadstat
-
+def _countries():
     from histbench.builders.chronoculture.countries import CountryTable
     from histbench.builders.core.resources import Resources
 
+    return CountryTable.load(Resources.default().source_dir("chronoculture") / "countries.csv")
+
+
+def _planned_pair(rng, k: int, values) -> tuple[np.ndarray, np.ndarray]:
+    """(p_old, p_new) with W(p_old, p_new) drawn from SHIFT_PLAN."""
+    from histbench.builders.chronoculture.distance import normalised_wasserstein
+
+    p_old = 0.8 * rng.dirichlet(np.full(k, 2.0)) + 0.2 / k
+    shares = np.array([s for s, _, _ in SHIFT_PLAN])
+    _, low, high = SHIFT_PLAN[rng.choice(len(SHIFT_PLAN), p=shares / shares.sum())]
+    target = rng.uniform(low, high)
+    end = np.zeros(k)
+    end[0 if rng.random() < 0.5 else k - 1] = 1.0
+    reach = normalised_wasserstein(p_old, end, values)
+    if reach < target:
+        end = end[::-1]
+        reach = normalised_wasserstein(p_old, end, values)
+    t = min(1.0, target / max(reach, 1e-9))
+    return p_old, (1 - t) * p_old + t * end
+
+
+def _sample(rng, dists: np.ndarray, group: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """One answer per respondent: code drawn from the distribution of its group."""
+    cum = np.cumsum(dists, axis=1)[group]
+    index = (rng.random(len(group))[:, None] > cum).sum(axis=1)
+    return codes[np.minimum(index, len(codes) - 1)]
+
+
+def make_wvs(folder: Path, respondents: int, width: int, n_countries: int = 100, seed: int = 0) -> dict:
+    import pandas as pd
+    import pyreadstat
+
     rng = np.random.default_rng(seed)
     registry = _registry()
-    table = CountryTable.load(Resources.default().source_dir("chronoculture") / "countries.csv")
-    countries = [c.iso_numeric for c in table.countries][:100]
-    n_groups = len(countries) * len(WAVES)
-    group = np.sort(rng.integers(0, n_groups, respondents))
+    table = _countries()
+    countries = [c.iso_numeric for c in table.countries][:n_countries]
+    # participation: every country in wave 7 with probability 0.6, older waves 0.55 each
+    plan = [(c, w) for c in countries for w in WAVES if rng.random() < (0.6 if w == 7 else 0.55)]
+    sizes = rng.integers(int(0.75 * respondents / len(plan)), int(1.25 * respondents / len(plan)), len(plan))
+    group = np.repeat(np.arange(len(plan)), sizes)[:respondents]
+    n = len(group)
+    wave_of = np.array([w for _, w in plan], float)
     columns = {
-        "S002VS": np.array(WAVES, float)[group % len(WAVES)],
-        "S003": np.array(countries, float)[group // len(WAVES)],
-        "S020": np.array([YEARS[w] for w in WAVES], float)[group % len(WAVES)],
-        "S017": rng.uniform(0.3, 2.5, respondents).round(4),
+        "S002VS": wave_of[group], "S003": np.array([c for c, _ in plan], float)[group],
+        "S020": np.array([WAVE_YEARS[w] for _, w in plan], float)[group],
+        "S017": rng.uniform(0.3, 2.5, n).round(4),
     }
-    labels = {"S003": {c.iso_numeric: c.name for c in table.countries}}
-    missing = {-1: "Don't know", -2: "No answer", -4: "Not asked in survey", -5: "Missing"}
-    specs = [(q.variable, [c for o in q.options for c in o.codes], dict(zip([o.codes[0] for o in q.options], q.labels, strict=True)))
-             for q in registry.wvs_questions]
-    specs += [(f"Z{i:03d}", [1.0, 2.0, 3.0, 4.0, 5.0], {1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}) for i in range(filler)]
-    for variable, codes, value_labels in specs:
-        k = len(codes)
-        probs = rng.dirichlet(np.full(k, 1.5), size=n_groups)
-        cum = np.cumsum(probs, axis=1)[group]
-        answer = (rng.random(respondents)[:, None] > cum).sum(axis=1)
-        values = np.asarray(codes, float)[np.minimum(answer, k - 1)]
-        invalid = rng.random(respondents) < 0.04
-        values[invalid] = rng.choice([-1.0, -2.0, -5.0], invalid.sum())
-        not_asked_groups = rng.random(n_groups) < 0.15
-        values[not_asked_groups[group]] = -4.0
-        columns[variable] = values
-        labels[variable] = {**{int(c): str(v) for c, v in value_labels.items()}, **missing}
+    labels = {"S003": {c.iso_numeric: c.name for c in table.countries},
+              "S002VS": {w: f"Wave {w}" for w in range(1, 8)}}
+    var_labels = {"S002VS": "Chronology of EVS-WVS waves", "S003": "ISO 3166-1 numeric country code",
+                  "S020": "Year survey", "S017": "Weight"}
+    span = {}
+    for country, wave in plan:
+        low, high = span.get(country, (wave, wave))
+        span[country] = (min(low, wave), max(high, wave))
+    questions = []
+    for q in registry.wvs_questions:
+        codes = np.array([o.codes[0] for o in q.options])
+        late = q.variable.startswith(WIDE_LATE_WAVE_ONLY)
+        dists = np.zeros((len(plan), len(codes)))
+        pairs = {}
+        for g, (country, wave) in enumerate(plan):
+            if country not in pairs:
+                pairs[country] = _planned_pair(rng, len(codes), q.values)
+            old, new = pairs[country]
+            first, last = span[country]  # the planned shift runs from the country's first wave to its last
+            t = (wave - first) / max(1, last - first)
+            dists[g] = (1 - t) * old + t * new
+        values = _sample(rng, dists, group, codes).astype(np.int16)
+        invalid = rng.random(n) < 0.04
+        values[invalid] = rng.choice([-1, -2, -5], int(invalid.sum()))
+        not_asked = rng.random(len(plan)) < 0.12
+        if late:
+            not_asked |= wave_of < 6
+        values[not_asked[group]] = -4
+        columns[q.variable] = values
+        labels[q.variable] = {**{int(o.codes[0]): o.label for o in q.options}, **WVS_MISSING}
+        var_labels[q.variable] = q.text[:120]
+        questions.append(q.variable)
+    filler = max(0, width - len(columns))
+    for i in range(filler):
+        k = 4 + i % 7
+        columns[f"Z{i:04d}"] = rng.integers(1, k + 1, n, dtype=np.int8)
+        labels[f"Z{i:04d}"] = {**{c: f"point {c}" for c in range(1, k + 1)}, **WVS_MISSING}
+        var_labels[f"Z{i:04d}"] = f"Filler item {i}"
     frame = pd.DataFrame(columns)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.sav")
-    pyreadstat.write_sav(frame, tmp, variable_value_labels=labels, row_compress=True)
-    tmp.replace(path)
+    missing = {c: [{"lo": -5, "hi": -1}] for c in frame.columns if c in labels and c not in ("S002VS", "S003")}
+    ids = ["S002VS", "S003", "S020", "S017"]
+    files = {}
+    for kind, subset in (("full", list(frame.columns)), ("registry", ids + questions)):
+        path = folder / f"wvs_timeseries_{n}x{len(subset)}_{kind}.sav"
+        tmp = path.with_suffix(".tmp.sav")
+        pyreadstat.write_sav(frame[subset], tmp, column_labels={c: var_labels.get(c, c) for c in subset},
+                             variable_value_labels={c: v for c, v in labels.items() if c in subset},
+                             missing_ranges={c: v for c, v in missing.items() if c in subset}, row_compress=True)
+        tmp.replace(path)
+        files[kind] = {"path": path.name, "columns": ids + questions, "variables": len(subset)}
+    return files
+
+
+ISSP_POOL = ("AUS DEU GBR USA AUT ITA HUN IRL NLD NOR ISR NIR SWE CZE SVN POL BGR RUS NZL CAN PHL JPN ESP LVA FRA "
+             "CYP CHE CHL DNK FIN PRT SVK ZAF KOR TWN MEX BEL HRV ISL LTU TUR VEN SUR IND THA GEO").split()
+SAMPLE_CODES = {"DEU": ("DE-W", "DE-E"), "ISR": ("IL-J", "IL-A"), "GBR": ("GB-GBN",), "NIR": ("GB-NIR",),
+                "BEL": ("BE-FLA", "BE-WAL")}
+
+
+def _issp_countries(rng, year: int, first_year: int) -> list[str]:
+    wanted = 6 if year < 1990 else 14 if year < 1995 else 22 if year < 2002 else 30 if year < 2010 else 36
+    core = ISSP_POOL[:6] if first_year < 1990 else []
+    rest = [c for c in ISSP_POOL if c not in core]
+    more = list(rng.choice(rest[: max(wanted + 6, 12)], size=min(len(rest), wanted - len(core)), replace=False))
+    return core + more
+
+
+def make_issp(folder: Path, per_country: int, seed: int = 1) -> list[dict]:
+    import pandas as pd
+    import pyreadstat
+
+    rng = np.random.default_rng(seed)
+    registry = _registry()
+    table = _countries()
+    studies = [s for s in registry.studies if s.year.fixed is not None]
+    first_year = {}
+    for s in studies:
+        first_year[s.module] = min(first_year.get(s.module, 9999), s.year.fixed)
+    plans: dict = {}
+    written = []
+    chosen = {s.id: _issp_countries(rng, s.year.fixed, first_year[s.module]) for s in studies}
+    years_of: dict = {}
+    for s in studies:
+        for alpha in (set(s.country.map.values()) if s.country.map else chosen[s.id]):
+            low, high = years_of.get((s.module, alpha), (s.year.fixed, s.year.fixed))
+            years_of[(s.module, alpha)] = (min(low, s.year.fixed), max(high, s.year.fixed))
+    for index, study in enumerate(studies):
+        year = study.year.fixed
+        modern = year >= 2009
+        countries = chosen[study.id]
+        if study.country.map:  # pinned country codes: the registry's own map
+            by_alpha = {}
+            for code, alpha in study.country.map.items():
+                by_alpha.setdefault(alpha, []).append(code)
+            countries = list(by_alpha)
+        samples = []  # (country alpha3, sample code or label key)
+        for alpha in countries:
+            if study.country.map:
+                samples += [(alpha, code) for code in by_alpha[alpha]]
+            else:
+                samples += [(alpha, code) for code in SAMPLE_CODES.get(alpha, (table.by_alpha3[alpha].alpha2,))]
+        sizes = rng.integers(int(0.8 * per_country), int(1.3 * per_country), len(samples))
+        group = np.repeat(np.arange(len(samples)), sizes)
+        n = len(group)
+        columns, var_labels, value_labels = {}, {}, {}
+        if study.country.map:
+            country_var = study.country.variable
+            columns[country_var] = np.array([code for _, code in samples], float)[group]
+            var_labels[country_var] = "Country"
+        elif modern:
+            country_var = "C_ALPHAN"
+            columns[country_var] = np.array([code for _, code in samples], dtype=object)[group]
+            var_labels[country_var] = "Country Prefix ISO 3166 Code - alphanumeric"
+        else:
+            country_var = "V3"
+            codes = {code: i + 1 for i, code in enumerate(dict.fromkeys(code for _, code in samples))}
+            columns[country_var] = np.array([codes[code] for _, code in samples], float)[group]
+            value_labels[country_var] = {i: f"{code}-{table.from_text(code).name}" for code, i in codes.items()}
+            var_labels[country_var] = "Country"
+        weight_var = study.weight or ("WEIGHT" if modern else "V200")
+        columns[weight_var] = rng.uniform(0.5, 1.6, n).round(3)
+        var_labels[weight_var] = "Weighting factor"
+        needed = [country_var, weight_var]
+        invalid_codes = {-8: "Can't choose", -9: "No answer"} if year >= 2010 else {8: "Can't choose", 9: "NA"}
+        for number, (question, pinned) in enumerate(registry.questions_of(study), start=300):
+            variable = pinned.variable if pinned else f"V{number}"
+            codes = np.array([o.codes[0] for o in question.options])
+            dists = np.zeros((len(samples), len(codes)))
+            for g, (alpha, _) in enumerate(samples):
+                key = (question.id, alpha)
+                if key not in plans:
+                    plans[key] = _planned_pair(rng, len(codes), question.values)
+                old, new = plans[key]
+                first, last = years_of[(study.module, alpha)]  # the country's own first and last module year
+                t = (year - first) / max(1, last - first)
+                dists[g] = (1 - t) * old + t * new
+            values = _sample(rng, dists, group, codes)
+            bad = rng.random(n) < 0.03
+            values[bad] = rng.choice(list(invalid_codes), int(bad.sum()))
+            columns[variable] = values.astype(float)
+            if question.is_scale:
+                ends = {int(codes[0]): question.options[0].label, int(codes[-1]): question.options[-1].label}
+                value_labels[variable] = {**ends, **({98: "Can't choose", 99: "NA"} if year < 2010 else invalid_codes)}
+                if year < 2010:
+                    columns[variable][bad] = 98
+            else:
+                value_labels[variable] = {**{int(c): o.label for c, o in zip(codes, question.options, strict=True)},
+                                          **invalid_codes}
+            var_labels[variable] = _short_label(f"Q{number - 299}", question)
+            needed.append(variable)
+        frame = pd.DataFrame(columns)
+        suffix = ".dta" if index % 2 else ".sav"
+        name = f"{study.id}{'_v1-0-0' if year >= 2005 else ''}{suffix}"
+        path = folder / "issp" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name("tmp_" + name)
+        if suffix == ".sav":
+            pyreadstat.write_sav(frame, tmp, column_labels=var_labels, variable_value_labels=value_labels,
+                                 row_compress=True)
+        else:
+            pyreadstat.write_dta(frame, tmp, column_labels=var_labels, variable_value_labels={
+                c: {int(k): v for k, v in m.items()} for c, m in value_labels.items()})
+        tmp.replace(path)
+        written.append({"path": f"issp/{name}", "columns": needed, "respondents": n})
+    return written
+
+
+def _short_label(prefix: str, question) -> str:
+    """A label of at most 80 characters (Stata's limit) around the words the question's pattern finds,
+    the way GESIS labels are short ("Q6a Govt responsibility: provide job for everyone")."""
+    text = question.text
+    match = question.label_pattern.search(text) if question.label else None
+    if match is None or len(text) <= 74:
+        return f"{prefix} {text[:74]}"
+    start = max(0, min(match.start(), len(text) - 74))
+    return f"{prefix} {text[start:start + 74]}"
 
 
 def _peak_rss_mb() -> float:
@@ -101,77 +308,124 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def child_baseline(path: Path) -> dict:
+def child_baseline(folder: Path, plan: dict, width: str) -> dict:
     import pyreadstat
 
-    registry = _registry()
-    v = registry.wvs.variables
-    columns = [v["wave"], v["year"], v["weight"], v["country"]] + [q.variable for q in registry.wvs_questions]
+    files = [plan["wvs"][width]] + plan["issp"]
     start, cpu = time.perf_counter(), _cpu()
-    frame, _ = pyreadstat.read_sav(str(path), usecols=columns, user_missing=True, apply_value_formats=False)
+    rows = 0
+    for spec in files:
+        path = folder / spec["path"]
+        reader = pyreadstat.read_sav if path.suffix == ".sav" else pyreadstat.read_dta
+        frame, _ = reader(str(path), usecols=spec["columns"], user_missing=True, apply_value_formats=False)
+        rows += len(frame)
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu
-    return {"seconds": seconds, "cpu": cpu, "peak_rss_mb": _peak_rss_mb(), "rows": len(frame),
-            "columns": frame.shape[1]}
+    return {"seconds": seconds, "cpu": cpu, "peak_rss_mb": _peak_rss_mb(), "rows": rows}
 
 
-def child_build(path: Path) -> dict:
+def child_build(folder: Path, plan: dict, width: str) -> dict:
     from histbench.builders.chronoculture import BUILDER
     from histbench.builders.core.build import run_build
 
     start, cpu = time.perf_counter(), _cpu()
-    folder = run_build(BUILDER, {"wvs": path}, out_root=CACHE / "build")
+    out = run_build(BUILDER, {"wvs": folder / plan["wvs"][width]["path"],
+                              "issp": [folder / s["path"] for s in plan["issp"]]}, out_root=folder / f"build_{width}")
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu
-    manifest = json.loads((folder / "histbench.json").read_text())
-    return {"seconds": seconds, "cpu": cpu, "peak_rss_mb": _peak_rss_mb(),
-            "pairs": manifest["rows"]["pairs"]["test"]}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--respondents", type=int, default=400_000)
-    parser.add_argument("--filler", type=int, default=220, help="labelled variables beyond the registry's")
-    parser.add_argument("--child", choices=["baseline", "build", "make"], help=argparse.SUPPRESS)
-    parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child == "make":
-        make_file(args.file, args.respondents, args.filler)
-        return
-    if args.child:
-        result = child_baseline(args.file) if args.child == "baseline" else child_build(args.file)
-        print(json.dumps(result))
-        return
-
-    path = CACHE / f"wvs_timeseries_{args.respondents}x{args.filler}.sav"
-    if not path.exists():
-        print(f"writing {path} (once) ...", file=sys.stderr)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--child", "make", "--file", str(path), "--respondents",
-                        str(args.respondents), "--filler", str(args.filler)], check=True)
-        print(f"  {time.perf_counter() - start:.1f} s, {path.stat().st_size / 1e6:.0f} MB", file=sys.stderr)
-
-    def child(kind: str) -> dict:
-        out = subprocess.run([sys.executable, __file__, "--child", kind, "--file", str(path)], check=True,
-                             capture_output=True, text=True, env={**_env(), "HISTBENCH_PROGRESS": "0"})
-        return json.loads(out.stdout.strip().splitlines()[-1])
-
-    baseline = child("baseline")
-    build = child("build")
-    ratio = build["seconds"] / baseline["seconds"]
-    cpu_ratio = build["cpu"] / baseline["cpu"]
-    print(f"file: {path.name} ({path.stat().st_size / 1e6:.0f} MB, {baseline['rows']:,} respondents)")
-    print(f"baseline  pyreadstat.read_sav, needed columns only ({baseline['columns']}): "
-          f"{baseline['seconds']:.2f} s wall, {baseline['cpu']:.2f} s CPU, peak RSS {baseline['peak_rss_mb']:.0f} MB")
-    print(f"build     histbench build chronoculture ({build['pairs']:,} pairs): "
-          f"{build['seconds']:.2f} s wall, {build['cpu']:.2f} s CPU, peak RSS {build['peak_rss_mb']:.0f} MB")
-    print(f"ratio     build / baseline read = {ratio:.2f} wall, {cpu_ratio:.2f} CPU (target <= 2.0); "
-          f"peak RSS {'within' if build['peak_rss_mb'] <= 4096 else 'ABOVE'} 4 GB")
+    manifest = json.loads((out / "histbench.json").read_text())
+    s = manifest["summary"]
+    located = sum(len(f["questions_located_by_label"]) for f in s["exclusions"]["respondents_per_file"])
+    not_found = sum(len(f["questions_not_found"]) for f in s["exclusions"]["respondents_per_file"])
+    per_module = {}
+    for topic, n in s["per_topic"].get("ISSP", {}).items():
+        per_module[topic] = n
+    return {"seconds": seconds, "cpu": cpu, "peak_rss_mb": _peak_rss_mb(), "pairs": s["pairs"],
+            "per_survey": {k: v["pairs"] for k, v in s["per_survey"].items()},
+            "questions": {k: v["questions_with_pairs"] for k, v in s["per_survey"].items()},
+            "countries": s["countries"], "shift": s["shift_categories"]["default"],
+            "topic_categories": s["per_topic_category"], "issp_modules": per_module,
+            "located": located, "not_found": not_found, "scale_changes": len(s["scale_changes"])}
 
 
 def _env() -> dict:
     import os
 
-    return dict(os.environ)
+    return {**os.environ, "HISTBENCH_PROGRESS": "0"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--respondents", type=int, default=450_000)
+    parser.add_argument("--width", type=int, default=1400, help="variables of the full-width WVS file")
+    parser.add_argument("--countries", type=int, default=100, help="WVS countries (a smaller run: fewer)")
+    parser.add_argument("--issp-respondents", type=int, default=1100, help="respondents per ISSP country sample")
+    parser.add_argument("--widths", default="full,registry", help="which WVS files to time (full, registry)")
+    parser.add_argument("--child", choices=["baseline", "build", "make"], help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    folder = args.folder or CACHE / f"n{args.respondents}_w{args.width}_c{args.countries}_i{args.issp_respondents}"
+    if args.child == "make":
+        folder.mkdir(parents=True, exist_ok=True)
+        plan = {"wvs": make_wvs(folder, args.respondents, args.width, args.countries),
+                "issp": make_issp(folder, args.issp_respondents)}
+        (folder / "plan.json").write_text(json.dumps(plan, indent=1))
+        return
+    if args.child:
+        plan = json.loads((folder / "plan.json").read_text())
+        run = child_baseline if args.child == "baseline" else child_build
+        print(json.dumps(run(folder, plan, args.kind)))
+        return
+
+    if not (folder / "plan.json").exists():
+        print(f"writing the files once into {folder} ...", file=sys.stderr)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--child", "make", "--folder", str(folder), "--respondents",
+                        str(args.respondents), "--width", str(args.width), "--countries", str(args.countries),
+                        "--issp-respondents", str(args.issp_respondents)], check=True)
+        print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    plan = json.loads((folder / "plan.json").read_text())
+
+    def child(kind: str, width: str) -> dict:
+        out = subprocess.run([sys.executable, __file__, "--child", kind, "--folder", str(folder), "--kind", width],
+                             check=True, capture_output=True, text=True, env=_env())
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    issp_bytes = sum((folder / s["path"]).stat().st_size for s in plan["issp"])
+    issp_rows = sum(s["respondents"] for s in plan["issp"])
+    print(f"ISSP: {len(plan['issp'])} module files, {issp_rows:,} respondents, {issp_bytes / 1e6:.0f} MB")
+    results = {}
+    for width in args.widths.split(","):
+        spec = plan["wvs"][width]
+        size = (folder / spec["path"]).stat().st_size / 1e6
+        base, build = child("baseline", width), child("build", width)
+        results[width] = build
+        print(f"\nWVS {width} width: {spec['path']} ({spec['variables']:,} variables, {size:.0f} MB)")
+        print(f"  baseline  pyreadstat, needed columns only: {base['seconds']:.2f} s wall, {base['cpu']:.2f} s CPU, "
+              f"peak RSS {base['peak_rss_mb']:.0f} MB ({base['rows']:,} rows)")
+        print(f"  build     histbench build chronoculture:   {build['seconds']:.2f} s wall, {build['cpu']:.2f} s CPU, "
+              f"peak RSS {build['peak_rss_mb']:.0f} MB")
+        print(f"  ratio     build / bare read = {build['seconds'] / base['seconds']:.2f} wall, "
+              f"{build['cpu'] / base['cpu']:.2f} CPU (target <= 2.0); peak RSS "
+              f"{'within' if build['peak_rss_mb'] <= 4096 else 'ABOVE'} 4 GB")
+    build = next(iter(results.values()))
+    from histbench.builders.chronoculture.builder import PAPER_PAIRS, PAPER_TABLE_1, PAPER_TABLE_4
+
+    print(f"\nbuild counts (generated files) beside the paper's: {build['pairs']:,} pairs (10,360) over "
+          f"{build['countries']} countries (72); questions with pairs: "
+          + ", ".join(f"{k} {v}" for k, v in build["questions"].items())
+          + f" (408 in all); ISSP questions found by label: {build['located']:,}, not found: {build['not_found']:,}; "
+            f"scale changes: {build['scale_changes']}")
+    print("  by survey:  " + ", ".join(f"{k} {v:,} ({PAPER_PAIRS[k]:,})" for k, v in build["per_survey"].items()))
+    total = sum(build["shift"].values())
+    print("  Table 1:    " + ", ".join(
+        f"{c} {build['shift'][c]:,} = {100 * build['shift'][c] / max(total, 1):.1f}% "
+        f"({PAPER_TABLE_1[c]:,} = {100 * PAPER_TABLE_1[c] / 10360:.1f}%)" for c in PAPER_TABLE_1))
+    print("  Table 4:    " + "; ".join(
+        f"{re.sub(r',.*', '', c)} {v['questions']} questions ({PAPER_TABLE_4[c]}), {v['pairs']:,} pairs"
+        for c, v in build["topic_categories"].items()))
+    print("  ISSP pairs by module: " + ", ".join(f"{k} {v:,}" for k, v in sorted(build["issp_modules"].items())))
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
     main()

@@ -1,14 +1,16 @@
 """The ChronoCulture builder: WVS and ISSP files -> pairs, items, undated, mcq.
 
-    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA1950.sav ZA2900.dta
-    histbench build chronoculture --wvs WVS_TimeSeries.sav --discover draft.yaml   # draft registry, no build
+    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA1950.sav ZA2900.dta ZA4700_v1-0-0.dta
+    histbench build chronoculture --wvs WVS_TimeSeries.sav --issp ZA*.sav --discover mine.yaml  # attach, no build
 
 Flow: registry + country table + prompt templates -> each file's metadata (required
-variables, registry codes against value labels) -> only the needed columns -> per
-question a vectorised tabulation into gold distributions per country x period (gold.py)
--> temporal pairs, noise, modal variant and prompts (pairs.py) -> records + summary.
-Every respondent, cell and question x country that a rule drops is counted in the
-summary (printed, in the card and in histbench.json).
+variables, registry codes against value labels; ISSP variables the registry does not pin
+found by their labels, locate.py) -> only the needed columns -> per question a vectorised
+tabulation into gold distributions per country x period (gold.py) and the answers of each
+period (scales.py, rule 3.2) -> temporal pairs, noise, modal variant and prompts
+(pairs.py) -> records + summary. Every respondent, cell and question x country that a
+rule drops is counted in the summary (in the card and in histbench.json); those that
+change what the user gets are printed on the console as well.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from .pairs import NOISE_DRAWS, Cell, build_records
 from .prompts import PromptTemplates
 from .readers import read_meta
 from .registry import TOPIC_CATEGORIES, load_registry
+from .scales import SCALE_POLICIES, period_scales
 from .surveys import load_issp, load_wvs
 
 REGISTRY_FILE = "registry.yaml"
 COUNTRIES_FILE = "countries.csv"
 PROMPTS_FILE = "prompts.yaml"
+OFF_SCALE_SHARE = 0.01  # unregistered codes above this share of a variable's answers are printed
 
 
 class ChronoCultureBuilder(BenchmarkBuilder):
@@ -53,9 +57,12 @@ class ChronoCultureBuilder(BenchmarkBuilder):
                            help=f"sampling-noise draws per pair (paper F.4: {NOISE_DRAWS})")
         group.add_argument("--allow-missing-questions", action="store_true",
                            help="skip registry variables that a file lacks (listed in the summary) instead of failing")
+        group.add_argument("--scale-change", choices=SCALE_POLICIES, default="drop",
+                           help="paper 3.2, a question whose answer scale differs between the two periods of a pair: "
+                                "drop the pair (default) or take the oldest period on the newer period's scale")
         group.add_argument("--discover", type=Path, metavar="OUT_YAML",
-                           help="write a draft registry of candidate questions found in the given --wvs/--issp files "
-                                "to OUT_YAML and exit without building")
+                           help="write a copy of the registry with the sources found in the given --wvs/--issp files "
+                                "attached (and new candidates under 'candidates:') to OUT_YAML and exit without building")
 
     def options_from_args(self, args: argparse.Namespace) -> dict:
         if args.discover is not None:
@@ -68,7 +75,7 @@ class ChronoCultureBuilder(BenchmarkBuilder):
         if args.noise_draws < 2:
             raise UsageError("--noise-draws must be at least 2")
         options = {"min_respondents": args.min_respondents, "noise_draws": args.noise_draws,
-                   "allow_missing_questions": bool(args.allow_missing_questions)}
+                   "allow_missing_questions": bool(args.allow_missing_questions), "scale_change": args.scale_change}
         if args.registry:
             options["registry"] = str(args.registry.expanduser().resolve())
         if args.countries:
@@ -88,6 +95,10 @@ class ChronoCultureBuilder(BenchmarkBuilder):
         _check_registry_countries(registry, countries)
         min_respondents = int(ctx.options.get("min_respondents", MIN_RESPONDENTS))
         allow_missing = bool(ctx.options.get("allow_missing_questions", False))
+        scale_policy = str(ctx.options.get("scale_change", "drop"))
+        if registry.candidates:
+            ctx.log(f"registry {registry_path.name}: {registry.candidates} --discover candidate(s) under "
+                    "'candidates:' are not built (move the ones you keep into 'questions:')")
 
         files = []
         for path in ctx.paths("wvs"):
@@ -103,6 +114,8 @@ class ChronoCultureBuilder(BenchmarkBuilder):
         cells_ok = Counter()
         invalid = {s: Counter() for s in ("WVS", "ISSP")}
         unregistered: dict[str, dict] = {}
+        off_scale: list[str] = []
+        missing_weight_cells: dict[str, list[str]] = defaultdict(list)
         missing_answers = Counter()
         used_questions = set()
         wvs_negative = True
@@ -122,16 +135,27 @@ class ChronoCultureBuilder(BenchmarkBuilder):
                 used_questions.add(question.id)
                 invalid[survey].update(table.invalid_codes)
                 missing_answers[survey] += table.missing_answers
+                where = f"{report.file}:{variable}"
                 if table.unregistered_codes:
-                    unregistered[f"{question.id} ({report.file}:{variable})"] = dict(table.unregistered_codes)
+                    unregistered[f"{question.id} ({where})"] = dict(table.unregistered_codes)
+                    answers = int(table.counts.sum()) + sum(table.unregistered_codes.values())
+                    share = sum(table.unregistered_codes.values()) / max(answers, 1)
+                    if share > OFF_SCALE_SHARE:
+                        codes = ", ".join(f"{c} x{n:,}" for c, n in sorted(table.unregistered_codes.items(),
+                                                                           key=lambda kv: -kv[1])[:4])
+                        off_scale.append(f"{question.id} ({where}): {100 * share:.1f}% of answers ({codes})")
+                scales = period_scales(table, index.keys, survey, report.file, survey_file.label_scales.get(question.id),
+                                       tuple(question.labels))
                 for g, (country, year, wave) in enumerate(index.keys):
                     status = table.status[g]
                     if status is not None:
                         cell_rules[survey][status] += 1
+                        if status == "missing_weight":
+                            missing_weight_cells[report.file].append(
+                                f"{question.id} {country.alpha3} {year if wave is None else f'wave {wave}'}")
                         continue
                     cells_ok[survey] += 1
                     key = (question.id, country.alpha3, year)
-                    where = f"{report.file}:{variable}"
                     if survey == "ISSP" and key in origin:
                         raise SourceError(
                             f"question {question.id}, {country.name} {year} is in two ISSP files ({origin[key]} and "
@@ -140,7 +164,8 @@ class ChronoCultureBuilder(BenchmarkBuilder):
                         )
                     origin[key] = where
                     cells[(question.id, country.alpha3)].append(
-                        Cell(year=year, wave=wave, gold=table.gold(g), n=int(table.n_valid[g]), source=where)
+                        Cell(year=year, wave=wave, gold=table.gold(g), n=int(table.n_valid[g]), source=where,
+                             scale=scales.get(wave if survey == "WVS" else year))
                     )
 
         questions = {q.id: q for q in registry.questions}
@@ -148,6 +173,7 @@ class ChronoCultureBuilder(BenchmarkBuilder):
             cells, questions, countries.by_alpha3, templates, seed=ctx.seed,
             newer_wave=registry.wvs.newer_wave if registry.wvs else None,
             noise_draws=int(ctx.options.get("noise_draws", NOISE_DRAWS)), progress=progress,
+            scale_policy=scale_policy,
         )
         ctx.extra_manifest["chronoculture_sources"] = {
             "registry": {"path": registry_path.name, "sha256": sha256_path(registry_path),
@@ -157,8 +183,16 @@ class ChronoCultureBuilder(BenchmarkBuilder):
         }
         summary = _summary(configs, stats, files, registry, cell_rules, cells_ok, invalid, unregistered,
                            missing_answers, used_questions, min_respondents)
-        ctx.log(f"{summary['pairs']:,} temporal pairs over {summary['countries']} countries "
-                f"({', '.join(f'{k} {v:,}' for k, v in summary['shift_categories']['default'].items())})")
+        summary["exclusions"]["off_scale_codes_above_1_percent"] = off_scale
+        summary["exclusions"]["cells_missing_weight"] = {f: v for f, v in missing_weight_cells.items()}
+        summary["scale_policy"] = scale_policy
+        summary["scale_changes"] = stats["scale_changes"]
+        _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, stats["scale_changes"])
+        if not configs["pairs"]:
+            raise SourceError(_why_no_pairs(files, summary, cell_rules, stats), file=", ".join(
+                str(f.meta.path) for f in files) or None)
+        for line in _comparison_lines(summary):
+            ctx.log(line)
         for name, records in configs.items():  # columns in the schema's order
             order = list(ctx.resources.schema(self.name, name)["properties"])
             records[:] = [{key: record[key] for key in order} if set(record) == set(order) else record
@@ -168,6 +202,91 @@ class ChronoCultureBuilder(BenchmarkBuilder):
             summary=summary,
             summary_markdown=_markdown(summary),
         )
+
+
+def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scale_changes) -> None:
+    """Exclusions that change what the user gets, on the console (details in histbench.json)."""
+    for f in files:
+        r = f.report
+        if r.missing_questions:
+            ctx.log(f"warning: {r.file}: {len(r.missing_questions)} registry variable(s) are not in the file and were "
+                    f"skipped: {_short(r.missing_questions, 10)}")
+        if r.survey == "ISSP" and (r.located or r.not_located):
+            ctx.log(f"{r.file} (study {r.study}): {len(r.located)} question(s) found by their label"
+                    + (f"; {len(r.not_located)} not found ({_short(sorted(r.not_located), 6)})" if r.not_located else ""))
+        auto = [f"{role} {how}" for role, how in r.variables.items() if "found" in how or "none" in how]
+        if auto:
+            ctx.log(f"{r.file}: " + "; ".join(auto))
+        if r.csv_text_answers:
+            ctx.log(f"{r.file}: answers written as labels were mapped to codes through the registry in "
+                    f"{len(r.csv_text_answers)} column(s) ({_short(sorted(r.csv_text_answers), 6)})")
+        dropped = {k: sum(v.values()) for k, v in r.excluded.items()}
+        if any(dropped.values()):
+            ctx.log(f"{r.file}: respondents left out: " + ", ".join(f"{k.replace('_', ' ')} {v:,}"
+                                                                    for k, v in dropped.items()))
+        unusable = sum(r.weights.values())
+        if unusable:
+            ctx.log(f"{r.file}: {unusable:,} respondent(s) without a usable weight cannot count "
+                    f"({', '.join(f'{k} {v:,}' for k, v in r.weights.items() if v)})")
+    if off_scale:
+        ctx.log(f"warning: {len(off_scale)} variable(s) have answer codes that are neither options nor invalid above "
+                f"{100 * OFF_SCALE_SHARE:.0f}% of their answers (read as invalid): " + "; ".join(off_scale[:5])
+                + (" ..." if len(off_scale) > 5 else ""))
+    for name, cells in missing_weight_cells.items():
+        ctx.log(f"warning: {name}: {len(cells)} question x country x period cell(s) dropped because none of their valid "
+                f"answers has a usable weight ({_short(cells, 4)})")
+    if scale_changes:
+        total = sum(e["pairs_not_formed"] for e in scale_changes.values())
+        ctx.log(f"rule 3.2 (consistent scale): {total} pair(s) not formed because the scale differs between their two "
+                "periods:")
+        for qid, entry in sorted(scale_changes.items(), key=lambda kv: -kv[1]["pairs_not_formed"]):
+            ctx.log(f"  {qid}: {entry['pairs_not_formed']} pair(s); {entry['reasons'][0]['reason']}")
+
+
+def _why_no_pairs(files, summary, cell_rules, stats) -> str:
+    """The reason an input gives no pair at all, in one line."""
+    parts = []
+    for survey in ("WVS", "ISSP"):
+        rules = {k: v for k, v in cell_rules[survey].items() if v}
+        ok = summary["exclusions"]["cells"][survey]["with_gold"]
+        if not rules and not ok:
+            continue
+        if not ok and set(rules) == {"all_answers_invalid"} | ({"not_asked"} & set(rules)):
+            codes = summary["exclusions"]["invalid_answers"][survey]
+            parts.append(f"{survey}: every answer is invalid (codes {', '.join(f'{c} x{n:,}' for c, n in codes.items())})")
+        elif not ok:
+            parts.append(f"{survey}: no question x country x period reached a gold distribution "
+                         f"({', '.join(f'{k.replace(chr(95), chr(32))} {v:,}' for k, v in rules.items())})")
+        else:
+            parts.append(f"{survey}: {ok:,} gold distribution(s), but no question x country has two periods "
+                         f"({json.dumps(stats['pairs_not_formed'])})")
+    if not any(f.questions for f in files):
+        parts.append("none of the registry's questions is in the input files")
+    return "no temporal pair can be formed: " + ("; ".join(parts) or "the inputs hold no respondents")
+
+
+PAPER_TABLE_1 = {"stable": 2607, "moderate": 5535, "strong": 1828, "very_strong": 390}
+PAPER_TABLE_4 = {
+    "Government, democracy, and institutions": 106,
+    "Religion and national identity": 99,
+    "Social inequality, work, and economic values": 83,
+    "Family, health, and social attitudes": 74,
+    "Environment, science, and technology": 46,
+}
+PAPER_PAIRS = {"WVS": 3228, "ISSP": 7132}
+
+
+def _comparison_lines(summary: dict) -> list[str]:
+    """The build's counts beside the paper's Table 1 (pairs by shift category), Table 4
+    (questions by topic category) and Table 6 (pairs by survey)."""
+    s = summary
+    lines = [f"{s['pairs']:,} temporal pairs over {s['countries']} countries (paper: 10,360 over 72); "
+             + ", ".join(f"{k} {v['pairs']:,} (paper {PAPER_PAIRS[k]:,})" for k, v in s["per_survey"].items())]
+    lines.append("shift categories (paper Table 1): " + ", ".join(
+        f"{c.replace('_', ' ')} {s['shift_categories']['default'][c]:,} ({PAPER_TABLE_1[c]:,})" for c in PAPER_TABLE_1))
+    lines.append("questions with pairs by topic category (paper Table 4): " + ", ".join(
+        f"{c.split(',')[0]} {v['questions']} ({PAPER_TABLE_4[c]})" for c, v in s["per_topic_category"].items()))
+    return lines
 
 
 def _check_registry_countries(registry, countries: CountryTable) -> None:
@@ -310,4 +429,15 @@ def _markdown(s: dict) -> str:
         )
     if ex["unregistered_codes_treated_as_invalid"]:
         out += ["", f"Unregistered answer codes treated as invalid: {json.dumps(ex['unregistered_codes_treated_as_invalid'])}"]
+    changes = s.get("scale_changes") or {}
+    if changes:
+        out += ["", f"Rule 3.2 (a consistent scale, `--scale-change {s.get('scale_policy', 'drop')}`): "
+                    f"{sum(e['pairs_not_formed'] for e in changes.values())} pair(s) not formed: "
+                    + "; ".join(f"{q} {e['pairs_not_formed']} ({e['reasons'][0]['reason']})" for q, e in changes.items())]
+    found = [(f["file"], len(f["questions_located_by_label"]), len(f["questions_not_found"]))
+             for f in ex["respondents_per_file"] if f["questions_located_by_label"] or f["questions_not_found"]]
+    if found:
+        out += ["", "ISSP variables found by their labels (the rest are pinned in the registry): "
+                    + "; ".join(f"`{name}` {n} found, {m} not found" for name, n, m in found)
+                    + " (variables and reasons in histbench.json)."]
     return "\n".join(out)

@@ -2,9 +2,11 @@
 
 `sources/chronoculture/countries.csv` (replace it with `--countries FILE`) has the
 columns `iso_numeric, alpha3, alpha2, name, region, aliases`. `aliases` lists, separated
-by `;`, other codes surveys use for the same unit (older numeric codes such as 280 for
-West Germany, or ISSP sample codes such as `DE-W`, `GB-GBN`); several survey samples
-that map to one row are pooled with their own weights. Survey units that have no ISO
+by `;`, other codes and names surveys use for the same unit: older numeric codes (280
+West Germany), ISSP sample codes (`DE-W`, `GB-GBN`, `IL-J`), the vehicle codes of the
+early ISSP files (`D`, `CDN`, `NIRL`) and other names (`WEST GERMANY`, `CZECH
+REPUBLIC`); several survey samples that map to one row are pooled with their own
+weights. Survey units that have no ISO
 code carry the survey's own code (909 Northern Ireland, 915 Kosovo, 891 Serbia and
 Montenegro).
 
@@ -51,6 +53,7 @@ class CountryTable:
         self.by_alpha3 = {c.alpha3: c for c in countries}
         self.by_numeric = {c.iso_numeric: c for c in countries}
         self.by_alpha2 = {c.alpha2: c for c in countries if c.alpha2}
+        self.by_name = {c.name.upper(): c for c in countries}
         self.aliases = aliases  # upper-case alias -> alpha3
 
     @classmethod
@@ -95,11 +98,20 @@ class CountryTable:
                     aliases[alias] = alpha3
         return cls(countries, aliases, path)
 
+    def numeric_by_text(self) -> dict[str, int]:
+        """{name, alpha-3, alpha-2 or alias: numeric code} for a CSV export that writes countries as text."""
+        table = {alias: self.by_alpha3[a3].iso_numeric for alias, a3 in self.aliases.items() if not alias.isdigit()}
+        for c in self.countries:
+            table.update({c.name: c.iso_numeric, c.alpha3: c.iso_numeric})
+            if c.alpha2:
+                table[c.alpha2] = c.iso_numeric
+        return table
+
     def from_numeric(self, code) -> Country | None:
         """A numeric survey code (ISO numeric, or a numeric alias such as 280)."""
         try:
             number = int(code)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         if number != code and not (isinstance(code, float) and code.is_integer()):
             return None

@@ -61,6 +61,8 @@ class Tabulation:
 
     totals: np.ndarray  # (G, K) weighted totals per option
     n_valid: np.ndarray  # (G,) unweighted valid respondents with usable weight
+    counts: np.ndarray  # (G, K) respondents per option, weight or not (the observed scale, paper 3.2)
+    unregistered_by_group: dict  # code -> (G,) respondents answering a code that is neither option nor invalid
     status: list[str | None]  # per group: None (gold ok) or the CELL_RULES entry that failed
     invalid_codes: Counter  # code -> respondents (in groups), invalid answers
     unregistered_codes: Counter  # code -> respondents whose code is neither option nor invalid
@@ -128,6 +130,16 @@ def tabulate(
     n_answered = np.bincount(group[answered], minlength=n_groups)
     n_all = np.bincount(group, minlength=n_groups)
     n_not_asked = np.bincount(group[not_asked], minlength=n_groups)
+    counts = np.bincount(group[answered] * k + option[answered], minlength=n_groups * k).reshape(n_groups, k)
+    unregistered_by_group = {}
+    if unregistered.any():
+        pairs, tallies = np.unique(np.stack([group[unregistered].astype(np.float64), ans[unregistered]]), axis=1,
+                                   return_counts=True)
+        for code in np.unique(pairs[1]):
+            mine = pairs[1] == code
+            per_group = np.zeros(n_groups, dtype=np.int64)
+            per_group[pairs[0, mine].astype(np.int64)] = tallies[mine]
+            unregistered_by_group[_plain(code)] = per_group
 
     status: list[str | None] = []
     for g in range(n_groups):
@@ -144,6 +156,8 @@ def tabulate(
     return Tabulation(
         totals=totals,
         n_valid=n_valid,
+        counts=counts,
+        unregistered_by_group=unregistered_by_group,
         status=status,
         invalid_codes=_counter(ans[invalid & ~missing]),
         unregistered_codes=_counter(ans[unregistered]),

@@ -4,7 +4,9 @@ Pairs (3.4): one per question x country with gold distributions in at least two
 periods. The newer period is WVS wave 7 (a WVS question x country without a wave-7
 distribution has no pair) or the most recent ISSP year; the older period is the oldest
 available year. d_h = W(G_old, G_new) and its categories under the default, tighter and
-looser boundaries (distance.py).
+looser boundaries (distance.py). Rule 3.2 (scales.py): a question whose older and newer
+period are not on the same answer scale gets no pair (or, with the `match` policy, the
+oldest period on the newer period's scale), counted per question.
 
 Sampling noise (F.4): for each pair, 200 times, two independent samples of 500
 respondents are drawn from G_old (multinomial) and W between their empirical
@@ -32,6 +34,7 @@ import numpy as np
 from .distance import SHIFT_BOUNDARIES, normalised_wasserstein, option_positions, shift_category
 from .prompts import LETTERS, PromptTemplates
 from .registry import Question
+from .scales import PeriodScale, scale_difference
 
 NOISE_DRAWS = 200
 NOISE_RESPONDENTS = 500
@@ -48,6 +51,7 @@ class Cell:
     gold: np.ndarray
     n: int
     source: str  # "<file name>:<variable>"
+    scale: PeriodScale | None = None  # the period's answers over all countries (rule 3.2)
 
 
 def pair_id_of(question_id: str, alpha3: str) -> str:
@@ -86,20 +90,35 @@ def top_two_margin(p) -> float:
     return float(top[0] - top[1])
 
 
-def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None) -> tuple[Cell, Cell] | str:
-    """(older, newer) cells of a pair, or the reason there is none."""
+def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None,
+                   scale_policy: str = "drop") -> tuple[Cell, Cell] | tuple[str, str | None]:
+    """(older, newer) cells of a pair, or (the reason there is none, a detail or None).
+
+    Rule 3.2: with `scale_policy` "drop" a pair whose two periods differ in scale is not
+    formed ("scale_changed"); with "match" the older period is the oldest one on the newer
+    period's scale.
+    """
     ordered = sorted(cells, key=lambda c: (c.year, c.wave or 0))
     if len(ordered) < 2:
-        return "single_period"
+        return "single_period", None
     if question.survey == "WVS":
         newer = [c for c in ordered if c.wave == newer_wave]
         if not newer:
-            return "no_newer_wave"
+            return "no_newer_wave", None
         older = [c for c in ordered if c.wave is not None and c.wave < newer_wave]
         if not older:
-            return "single_period"
-        return older[0], newer[0]
-    return ordered[0], ordered[-1]
+            return "single_period", None
+        new = newer[0]
+    else:
+        new, older = ordered[-1], ordered[:-1]
+    reason = scale_difference(older[0].scale, new.scale)
+    if reason is None:
+        return older[0], new
+    if scale_policy == "match":
+        same = [c for c in older[1:] if scale_difference(c.scale, new.scale) is None]
+        if same:
+            return same[0], new
+    return "scale_changed", reason
 
 
 def build_records(
@@ -112,6 +131,7 @@ def build_records(
     newer_wave: int | None,
     noise_draws: int = NOISE_DRAWS,
     progress=None,
+    scale_policy: str = "drop",
 ) -> tuple[dict[str, list[dict]], dict]:
     """All four configs' records and the pair-level statistics for the summary."""
     order = {qid: i for i, qid in enumerate(questions)}
@@ -120,6 +140,7 @@ def build_records(
     noise: list[np.ndarray] = []  # F.4 distances per pair; quantiles are taken for all pairs at once
     no_pair = Counter()
     mcq_excluded = Counter()
+    scale_changes: dict[str, dict] = {}
     iterator = progress(keys, desc="temporal pairs", unit="pair") if progress else keys
     for qid, alpha3 in iterator:
         question = questions[qid]
@@ -130,15 +151,21 @@ def build_records(
                 no_pair[f"{question.survey}:cell_with_repeated_year_dropped"] += 1
             by_year[cell.year] = cell
         cells[(qid, alpha3)] = list(by_year.values())
-        chosen = choose_periods(question, cells[(qid, alpha3)], newer_wave)
-        if isinstance(chosen, str):
-            no_pair[f"{question.survey}:{chosen}"] += 1
+        chosen = choose_periods(question, cells[(qid, alpha3)], newer_wave, scale_policy)
+        if isinstance(chosen[0], str):
+            no_pair[f"{question.survey}:{chosen[0]}"] += 1
+            if chosen[0] == "scale_changed":
+                entry = scale_changes.setdefault(qid, {"pairs_not_formed": 0, "countries": [], "reasons": Counter()})
+                entry["pairs_not_formed"] += 1
+                entry["countries"].append(alpha3)
+                entry["reasons"][chosen[1]] += 1
             continue
         old, new = chosen
         pid = pair_id_of(qid, alpha3)
         values = question.values
         labels = question.labels
         d_h = normalised_wasserstein(old.gold, new.gold, values)
+        g_old, g_new = old.gold.tolist(), new.gold.tolist()  # plain lists: the writer's fast schema path takes them
         noise.append(noise_distances(old.gold, values, pair_rng(seed, pid), draws=noise_draws))
         category = shift_category(d_h)
         available = sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0))
@@ -154,7 +181,7 @@ def build_records(
             "year_old": old.year, "year_new": new.year, "wave_old": old.wave, "wave_new": new.wave,
             "source_old": old.source, "source_new": new.source,
             "years_available": [c.year for c in available],
-            "G_old": old.gold, "G_new": new.gold, "n_old": old.n, "n_new": new.n,
+            "G_old": g_old, "G_new": g_new, "n_old": old.n, "n_new": new.n,
             "d_h": d_h, "shift_category": category,
             "shift_category_tighter": shift_category(d_h, "tighter"),
             "shift_category_looser": shift_category(d_h, "looser"),
@@ -164,13 +191,13 @@ def build_records(
             items.append({
                 "item_id": f"{pid}__{period}", "pair_id": pid, "period": period, "year": cell.year, **common,
                 **place, **topic, "shift_category": category, "d_h": d_h,
-                "option_labels": labels, "option_values": values, "gold": cell.gold, "n": cell.n,
+                "option_labels": labels, "option_values": values, "gold": cell.gold.tolist(), "n": cell.n,
                 "messages": templates.distribution(country.name, question.text, labels, cell.year),
             })
         undated.append({
             "undated_id": pid, "pair_id": pid, **common, **place, **topic,
             "option_labels": labels, "option_values": values, "n_years": len(available),
-            "years": [{"year": c.year, "wave": c.wave, "gold": c.gold, "n": c.n} for c in available],
+            "years": [{"year": c.year, "wave": c.wave, "gold": c.gold.tolist(), "n": c.n} for c in available],
             "messages": templates.distribution(country.name, question.text, labels, None),
         })
         mode_old, mode_new = int(np.argmax(old.gold)), int(np.argmax(new.gold))
@@ -190,7 +217,7 @@ def build_records(
         mcq.append({
             "mcq_id": pid, "pair_id": pid, **common, **place, **topic, "shift_category": category, "d_h": d_h,
             "year_old": old.year, "year_new": new.year, "option_labels": labels, "option_letters": letters,
-            "G_old": old.gold, "G_new": new.gold, "mode_old": mode_old, "mode_new": mode_new,
+            "G_old": g_old, "G_new": g_new, "mode_old": mode_old, "mode_new": mode_new,
             "mode_label_old": labels[mode_old], "mode_label_new": labels[mode_new],
             "answer_old": letters[mode_old], "answer_new": letters[mode_new],
             "margin_old": margin_old, "margin_new": margin_new, "mode_changed": changed,
@@ -202,6 +229,11 @@ def build_records(
             pair["noise_median"], pair["noise_p95"] = median, p95
             pair["above_noise_p95"] = bool(pair["d_h"] > p95)
     stats = _statistics(pairs, mcq, no_pair, mcq_excluded)
+    stats["scale_changes"] = {
+        qid: {"pairs_not_formed": e["pairs_not_formed"], "countries": e["countries"],
+              "reasons": [{"reason": r, "pairs": n} for r, n in e["reasons"].most_common()]}
+        for qid, e in scale_changes.items()
+    }
     for pair in pairs:
         pair.pop("_mode_changed", None)
     return {"pairs": pairs, "items": items, "undated": undated, "mcq": mcq}, stats

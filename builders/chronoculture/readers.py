@@ -6,8 +6,14 @@ names, labels and value labels without reading respondents; the data are then re
 columns the registry needs. SPSS user-missing codes are kept as their numeric codes
 (`user_missing=True`): the registry decides which codes are invalid. Stata extended
 missing values (.a-.z) and empty CSV cells become NaN and count as missing answers.
+
 CSV files carry no value labels, so the code-label check is skipped for them (the build
-summary says so).
+summary says so). A CSV export may hold answers as their labels ("Very important") rather
+than codes: `read_columns` maps such text through the label -> code tables the caller
+gives (the registry's option labels and the usual non-answer labels) and stops with an
+error naming the variable and the labels it cannot map. Identifier columns (country,
+wave, year) must hold finite whole numbers; anything else (`inf`, a 40 MB digit string)
+stops the build naming the file, row and column.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ class FileMeta:
     variable_labels: dict[str, str] = field(default_factory=dict)
     value_labels: dict[str, dict] = field(default_factory=dict)  # column -> {code: label}
     n_rows: int | None = None
+    string_columns: frozenset = frozenset()  # .sav/.dta: variables stored as text
 
     @property
     def has_value_labels(self) -> bool:
@@ -91,9 +98,10 @@ def read_meta(path: Path) -> FileMeta:
     value_labels = {}
     for column, labels in (meta.variable_value_labels or {}).items():
         value_labels[column] = {_code_key(k): str(v) for k, v in labels.items()}
+    types = getattr(meta, "readstat_variable_types", None) or {}
     return FileMeta(
         path, fmt, list(meta.column_names), dict(meta.column_names_to_labels or {}), value_labels,
-        n_rows=meta.number_rows,
+        n_rows=meta.number_rows, string_columns=frozenset(c for c, t in types.items() if t == "string"),
     )
 
 
@@ -105,8 +113,82 @@ def _code_key(code):
         return str(code)
 
 
-def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ...] = ()):
-    """A DataFrame holding only `columns`; numeric except `text_columns` (kept as strings)."""
+MAX_ID_CODE = 1e9  # country, wave and year codes beyond this are not codes
+
+
+def _normal(text) -> str:
+    return " ".join(str(text).casefold().replace("’", "'").split())
+
+
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$"
+
+
+def _csv_text_to_codes(meta: FileMeta, column: str, values, labels: dict | None):
+    """Numbers stay numbers; text is mapped through `labels` ({label: code}, compared without
+    case and extra spaces); text that no table maps stops the build naming the variable."""
+    import numpy as np
+    import pandas as pd
+
+    text = pd.Series(values, dtype="string").str.strip()
+    numbers = pd.to_numeric(text, errors="coerce")
+    # digit strings too long for the parser (a 40 MB number) are numbers too: float() makes them inf
+    overflow = numbers.isna() & text.str.fullmatch(NUMBER, case=False).fillna(False)
+    if overflow.any():
+        numbers = numbers.astype("float64")
+        numbers[overflow] = [float(v) for v in text[overflow]]
+    is_text = numbers.isna() & text.notna() & (text != "")
+    if not is_text.any():
+        return numbers.to_numpy(np.float64), None
+    table = {_normal(k): float(v) for k, v in (labels or {}).items()}
+    distinct = pd.unique(text[is_text])
+    mapped = {value: table.get(_normal(value)) for value in distinct}
+    unknown = [value for value, code in mapped.items() if code is None]
+    if unknown:
+        shown = ", ".join(repr(u if len(u) <= 40 else u[:40] + "...") for u in unknown[:6])
+        shown += " ..." if len(unknown) > 6 else ""
+        first = int(np.flatnonzero(is_text.to_numpy() & text.isin(unknown).fillna(False).to_numpy())[0])
+        known = ", ".join(repr(k) for k in list(labels or {})[:8]) or "none"
+        raise SourceError(
+            f"the CSV holds answers as text that the registry cannot map to codes ({shown}); registry labels: {known}. "
+            "Export the file with numeric codes, or give these labels in the registry",
+            file=meta.path, row=first + 2, field=column,
+        )
+    out = numbers.to_numpy(np.float64).copy()
+    codes = text[is_text].map(mapped).astype(np.float64).to_numpy()
+    out[is_text.to_numpy()] = codes
+    return out, int(is_text.sum())
+
+
+def _check_id_column(meta: FileMeta, column: str, values) -> None:
+    """Country, wave and year codes: finite whole numbers (or missing)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    present = ~np.isnan(values)
+    finite = np.isfinite(values)
+    whole = np.zeros(values.shape, dtype=bool)
+    whole[finite] = np.mod(values[finite], 1) == 0
+    bad = present & (~finite | (np.abs(np.where(finite, values, 0)) > MAX_ID_CODE) | ~whole)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value = float(values[row])
+        shown = repr(value)[:40] if np.isfinite(value) else str(value)
+        line = row + 2 if meta.format == "csv" else row + 1
+        raise SourceError(
+            f"expected a whole-number code here, got {shown} ({int(bad.sum())} such value(s) in the column)",
+            file=meta.path, row=line, field=column,
+        )
+
+
+def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ...] = (),
+                 csv_labels: dict[str, dict] | None = None, id_columns: tuple[str, ...] = (),
+                 labelled_columns: dict | None = None):
+    """A DataFrame holding only `columns`; numeric except `text_columns` (kept as strings).
+
+    `csv_labels` ({column: {label: code}}) maps answers a CSV export holds as text;
+    `id_columns` must hold finite whole numbers; `labelled_columns`, if given, receives
+    {column: number of text answers mapped} for the CSV columns that held labels.
+    """
     import numpy as np
     import pandas as pd
 
@@ -115,6 +197,8 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
     wanted = {meta.column(c): c for c in columns}  # file spelling -> registry spelling
     requested, columns = columns, list(wanted)
     text_columns = tuple(meta.column(c) or c for c in text_columns)
+    id_columns = {meta.column(c) or c for c in id_columns} - set(text_columns)
+    csv_labels = {meta.column(k) or k: v for k, v in (csv_labels or {}).items()}
     path = meta.path
     if meta.format == "csv":
         try:
@@ -133,8 +217,15 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
     for column in columns:
         if column in text_columns:
             frame[column] = frame[column].astype("string").fillna("").str.strip()
-        elif frame[column].dtype.kind not in "fiub":
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
-        if column not in text_columns:
-            frame[column] = frame[column].astype(np.float64)
+            continue
+        if frame[column].dtype.kind not in "fiub":
+            if meta.format == "csv":
+                frame[column], mapped = _csv_text_to_codes(meta, column, frame[column], csv_labels.get(column))
+                if mapped and labelled_columns is not None:
+                    labelled_columns[wanted[column]] = mapped
+            else:
+                frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        frame[column] = frame[column].astype(np.float64)
+        if column in id_columns:
+            _check_id_column(meta, column, frame[column].to_numpy())
     return frame.rename(columns=wanted)[requested]

@@ -1,7 +1,7 @@
 """The question registry: which survey variables become benchmark questions, and how.
 
 The shipped registry is `sources/chronoculture/registry.yaml`; `--registry FILE` replaces
-it (a user's curated copy, or a draft written by `--discover` once curated). Format::
+it (a user's curated copy, or one that `--discover` wrote with sources attached). Format::
 
     format: chronoculture-registry/1
     wvs:
@@ -10,6 +10,7 @@ it (a user's curated copy, or a draft written by `--discover` once curated). For
       newer_wave: 7                   # the newer period of every WVS pair (paper 3.4)
       invalid_codes: [-1, -2, -3, -4, -5]
       not_asked_codes: [-4]           # a cell whose answers are all these (or empty) was not asked
+      codebook: ...                   # the document the variables were read from
       questions:
         - id: wvs_A008                # unique across the registry
           variable: A008              # column of the time-series file
@@ -25,11 +26,13 @@ it (a user's curated copy, or a draft written by `--discover` once curated). For
       studies:                        # one entry per ISSP data file (module or cumulation)
         - id: ZA2900
           title: ISSP 1996 Role of Government III
-          files: ["ZA2900*"]          # file-name patterns (case-insensitive) that identify it
-          year: 1996                  # module year, or {variable: V2} / {variable: V2, map: {1: 1985}}
-          country: {variable: v3, coding: map, map: {1: AUS, ...}}
-          #   coding: iso_numeric | alpha2 | alpha3 | label_alpha2 | map  (map entries win for any coding)
-          weight: v325                # null: every respondent weighs 1 (say so in `notes`)
+          module: Role of Government  # the questions of this module are looked for in the file
+          year: 1996                  # module year; cumulations: {variable: V2[, map: {1: 1985}]} or auto
+          country: {variable: v3, coding: map, map: {1: AUS, ...}}   # or: auto (found in the file)
+          #   coding: iso_numeric | alpha2 | alpha3 | label_alpha2 | label | map  (map entries win)
+          weight: v325                # null: every respondent weighs 1; auto: found in the file
+          codebook: ...               # document, and what it confirms
+          # files: ["ZA2900*"]        # optional; default: names starting with the id, then a non-digit
       questions:
         - id: issp_rog_jobs
           module: Role of Government  # topic defaults to the module
@@ -37,7 +40,8 @@ it (a user's curated copy, or a draft written by `--discover` once curated). For
           text: ...
           options: [...]
           invalid_codes: [0, 8, 9]    # per variable (can't choose, no answer, not applicable)
-          sources:                    # study id -> variable (or {variable, codes, invalid_codes})
+          label: "job.*everyone"      # optional: finds the variable by its label in the module's files
+          sources:                    # pinned: study id -> variable (or {variable, codes, invalid_codes})
             ZA2900: v36
             ZA1950: {variable: v49}
 
@@ -46,12 +50,20 @@ options). Every code of an option must be a value label of the variable in .sav/
 files (checked at build time). Codes that appear in the data but are neither an option
 nor invalid are treated as invalid answers, counted and reported per question.
 
-The shipped registry covers questions documented from the public questionnaires, with
-paraphrased texts; users verify and extend it for their release (see the README).
+A question with a `label` pattern and no pinned source for a study of its module is
+looked for in that study's file: the variable whose label matches the pattern (case-
+insensitive regular expression) and whose value labels carry the question's options
+(locate.py). The build reports every variable it found that way, and `--discover`
+writes them into a copy of the registry as pinned sources.
+
+`candidates:` lists under `wvs` and `issp` hold `--discover` drafts; the builder ignores
+them (it says how many). A draft moved into `questions` with `draft: true` still set is
+refused.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +79,8 @@ TOPIC_CATEGORIES: tuple[str, ...] = (
     "Family, health, and social attitudes",
     "Environment, science, and technology",
 )
-COUNTRY_CODINGS = ("iso_numeric", "alpha2", "alpha3", "label_alpha2", "map")
+COUNTRY_CODINGS = ("iso_numeric", "alpha2", "alpha3", "label_alpha2", "label", "map")
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -75,16 +88,23 @@ class Option:
     label: str
     codes: tuple[float, ...]
     value: float
+    aliases: tuple[str, ...] = ()  # other wordings of the label (CSV exports, value labels of other files)
 
 
 @dataclass(frozen=True)
 class SourceRef:
-    """Where one ISSP study holds a question; codes/invalid override the question's."""
+    """Where one ISSP study holds a question; codes/invalid override the question's.
+
+    `located` says how the variable was found: None for a source pinned in the registry,
+    else a short description ("label", "label, codes by position") of a variable found
+    in the file by the question's label pattern.
+    """
 
     study: str
     variable: str
     codes: tuple[tuple[float, ...], ...] | None = None
     invalid_codes: tuple[float, ...] | None = None
+    located: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +117,9 @@ class Question:
     options: tuple[Option, ...]
     invalid_codes: tuple[float, ...]
     variable: str | None = None  # WVS column
-    sources: tuple[SourceRef, ...] = ()  # ISSP
+    sources: tuple[SourceRef, ...] = ()  # ISSP, pinned
+    label: str | None = None  # ISSP: pattern on variable labels that locates the variable
+    is_scale: bool = False  # options written as `scale: {from, to}`
 
     @property
     def labels(self) -> list[str]:
@@ -106,6 +128,10 @@ class Question:
     @property
     def values(self) -> list[float]:
         return [o.value for o in self.options]
+
+    @property
+    def label_pattern(self) -> re.Pattern | None:
+        return re.compile(self.label, re.IGNORECASE) if self.label else None
 
     def codes_for(self, source: SourceRef | None = None) -> list[tuple[float, ...]]:
         if source is not None and source.codes is not None:
@@ -117,12 +143,21 @@ class Question:
             return source.invalid_codes
         return self.invalid_codes
 
+    def source_for(self, study: str) -> SourceRef | None:
+        return next((s for s in self.sources if s.study == study), None)
+
 
 @dataclass(frozen=True)
 class CountrySpec:
-    variable: str
+    """`variable` None with coding "auto": the country variable is found in the file."""
+
+    variable: str | None
     coding: str
     map: dict = field(default_factory=dict)
+
+    @property
+    def auto(self) -> bool:
+        return self.coding == AUTO
 
 
 @dataclass(frozen=True)
@@ -130,6 +165,7 @@ class YearSpec:
     fixed: int | None = None
     variable: str | None = None
     map: dict = field(default_factory=dict)
+    auto: bool = False  # cumulation: the year (or study-number) variable is found in the file
 
 
 @dataclass(frozen=True)
@@ -141,12 +177,18 @@ class Study:
     country: CountrySpec
     weight: str | None
     notes: str = ""
+    module: str | None = None
+    codebook: str = ""
+    weight_auto: bool = False
 
     def matches(self, path: Path) -> bool:
         from fnmatch import fnmatch
 
         name = path.name.lower()
-        return any(fnmatch(name, pattern.lower()) for pattern in self.files)
+        if self.files:
+            return any(fnmatch(name, pattern.lower()) for pattern in self.files)
+        # GESIS names: ZA4700.dta, ZA4700_v1-0-0.dta, ZA7600_v3-0-0.sav (never ZA47001...)
+        return re.match(re.escape(self.id.lower()) + r"(?!\d)", name) is not None
 
 
 @dataclass(frozen=True)
@@ -156,6 +198,7 @@ class WvsSettings:
     newer_wave: int
     invalid_codes: tuple[float, ...]
     not_asked_codes: tuple[float, ...]
+    codebook: str = ""
 
 
 @dataclass(frozen=True)
@@ -165,6 +208,7 @@ class Registry:
     wvs_questions: tuple[Question, ...]
     studies: tuple[Study, ...]
     issp_questions: tuple[Question, ...]
+    candidates: int = 0  # --discover drafts kept under `candidates:` (ignored by the build)
 
     @property
     def questions(self) -> tuple[Question, ...]:
@@ -173,10 +217,11 @@ class Registry:
     def study_for(self, path: Path) -> Study:
         found = [s for s in self.studies if s.matches(path)]
         if not found:
-            known = ", ".join(f"{s.id} ({'/'.join(s.files)})" for s in self.studies) or "none"
+            known = ", ".join(s.id for s in self.studies) or "none"
             raise SourceError(
-                "no ISSP study of the registry matches this file name; add a study entry with its "
-                f"country, weight and year variables to the registry (draft one with --discover). Known: {known}",
+                "no ISSP study of the registry matches this file name (GESIS names start with the study number, "
+                "e.g. ZA4700_v1-0-0.dta); add a study entry with its country, weight and year variables to the "
+                f"registry (draft one with --discover). Known: {known}",
                 file=path,
             )
         if len(found) > 1:
@@ -185,12 +230,17 @@ class Registry:
             )
         return found[0]
 
-    def questions_of(self, study: Study) -> list[tuple[Question, SourceRef]]:
+    def questions_of(self, study: Study) -> list[tuple[Question, SourceRef | None]]:
+        """(question, pinned source) for every question the study's file may hold: pinned sources
+        first; then (question, None) for the questions of the study's module that have a label
+        pattern and no pinned source for this study (to be located in the file)."""
         out = []
         for question in self.issp_questions:
-            for source in question.sources:
-                if source.study == study.id:
-                    out.append((question, source))
+            pinned = question.source_for(study.id)
+            if pinned is not None:
+                out.append((question, pinned))
+            elif question.label and study.module and question.topic == study.module:
+                out.append((question, None))
         return out
 
 
@@ -202,6 +252,22 @@ class _Where:
 
     def error(self, entry: str, message: str, field_name: str | None = None) -> SourceError:
         return SourceError(f"registry entry {entry}: {message}", file=self.path, field=field_name)
+
+
+def _mapping(value, where: _Where, entry: str, what: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise where.error(entry, f"{what} must be a mapping (key: value lines), got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _list(value, where: _Where, entry: str, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise where.error(entry, f"{what} must be a list (lines starting with '-'), got {type(value).__name__} {value!r:.60}")
+    return value
 
 
 def _codes(raw, where: _Where, entry: str, field_name: str) -> tuple[float, ...]:
@@ -245,7 +311,12 @@ def _options(spec: dict, where: _Where, entry: str) -> tuple[Option, ...]:
         value = item.get("value", index + 1)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise where.error(entry, f"option {item['label']!r}: value must be a number", "options")
-        options.append(Option(str(item["label"]), codes, float(value)))
+        aliases = item.get("aliases") or []
+        if isinstance(aliases, str):
+            aliases = [aliases]
+        if not isinstance(aliases, list):
+            raise where.error(entry, f"option {item['label']!r}: aliases must be a list of labels", "options")
+        options.append(Option(str(item["label"]), codes, float(value), tuple(str(a) for a in aliases)))
     return tuple(options)
 
 
@@ -271,10 +342,15 @@ def _check_question(q: Question, where: _Where) -> None:
         raise where.error(q.id, "needs a question 'text' for the prompts", "text")
 
 
-def _question(spec: dict, survey: str, where: _Where, base_invalid: tuple[float, ...]) -> Question:
+def _question(spec, index: int, survey: str, where: _Where, base_invalid: tuple[float, ...]) -> Question:
+    section = "wvs" if survey == "WVS" else "issp"
+    if not isinstance(spec, dict):
+        raise where.error(f"{section}.questions[{index + 1}]",
+                          f"each question must be a mapping (id, text, options, ...), got {type(spec).__name__} "
+                          f"{spec!r:.60}")
     qid = str(spec.get("id", "")).strip()
     if not qid:
-        raise where.error(f"#{spec!r:.40}", "every question needs an 'id'", "id")
+        raise where.error(f"{section}.questions[{index + 1}]", "every question needs an 'id'", "id")
     if spec.get("draft"):
         raise where.error(qid, "is still a --discover draft: check it, fill text/category/options and remove 'draft'", "draft")
     options = _options(spec, where, qid)
@@ -285,13 +361,23 @@ def _question(spec: dict, survey: str, where: _Where, base_invalid: tuple[float,
         raise where.error(qid, "needs a 'topic' (ISSP: or 'module')", "topic")
     sources: list[SourceRef] = []
     variable = None
+    label = spec.get("label")
+    if label is not None:
+        if survey == "WVS":
+            raise where.error(qid, "'label' (find the variable by its label) is for ISSP questions; "
+                                   "WVS questions name their time-series 'variable'", "label")
+        try:
+            re.compile(str(label), re.IGNORECASE)
+        except re.error as exc:
+            raise where.error(qid, f"'label' is not a valid regular expression ({exc})", "label") from exc
+        label = str(label)
     if survey == "WVS":
         variable = spec.get("variable")
         if not variable:
             raise where.error(qid, "a WVS question needs its time-series 'variable'", "variable")
         variable = str(variable)
     else:
-        for study, ref in (spec.get("sources") or {}).items():
+        for study, ref in _mapping(spec.get("sources"), where, qid, "'sources'").items():
             if isinstance(ref, str):
                 sources.append(SourceRef(str(study), ref))
                 continue
@@ -310,44 +396,59 @@ def _question(spec: dict, survey: str, where: _Where, base_invalid: tuple[float,
     question = Question(
         id=qid, survey=survey, topic=str(topic), category=str(spec.get("category") or ""),
         text=str(spec.get("text") or ""), options=options, invalid_codes=invalid,
-        variable=variable, sources=tuple(sources),
+        variable=variable, sources=tuple(sources), label=label, is_scale="scale" in spec,
     )
     _check_question(question, where)
     return question
 
 
-def _study(spec: dict, where: _Where) -> Study:
+def _study(spec, index: int, where: _Where) -> Study:
+    if not isinstance(spec, dict):
+        raise where.error(f"issp.studies[{index + 1}]", f"each study must be a mapping (id, year, country, weight), "
+                                                         f"got {type(spec).__name__} {spec!r:.60}")
     sid = str(spec.get("id", "")).strip()
     if not sid:
-        raise where.error("(study)", "every ISSP study needs an 'id'", "id")
-    files = spec.get("files") or [f"{sid}*"]
+        raise where.error(f"issp.studies[{index + 1}]", "every ISSP study needs an 'id'", "id")
+    files = spec.get("files") or []
     if isinstance(files, str):
         files = [files]
     year_raw = spec.get("year")
     if isinstance(year_raw, int) and not isinstance(year_raw, bool):
         year = YearSpec(fixed=year_raw)
+    elif year_raw == AUTO:
+        year = YearSpec(auto=True)
     elif isinstance(year_raw, dict) and year_raw.get("variable"):
-        year = YearSpec(variable=str(year_raw["variable"]), map={float(k): int(v) for k, v in (year_raw.get("map") or {}).items()})
+        try:
+            mapping = {float(k): int(v) for k, v in _mapping(year_raw.get("map"), where, sid, "year map").items()}
+        except (TypeError, ValueError) as exc:
+            raise where.error(sid, "year map entries must be code: year numbers", "year") from exc
+        year = YearSpec(variable=str(year_raw["variable"]), map=mapping)
     else:
-        raise where.error(sid, "needs 'year': the module year, or {variable: NAME[, map: {code: year}]}", "year")
+        raise where.error(sid, "needs 'year': the module year, {variable: NAME[, map: {code: year}]} or auto", "year")
     country_raw = spec.get("country")
-    if isinstance(country_raw, str):
-        country_raw = {"variable": country_raw, "coding": "iso_numeric"}
-    if not isinstance(country_raw, dict) or not country_raw.get("variable"):
-        raise where.error(sid, "needs 'country': {variable: NAME, coding: ...}", "country")
-    coding = str(country_raw.get("coding", "iso_numeric"))
-    if coding not in COUNTRY_CODINGS:
-        raise where.error(sid, f"country coding must be one of {list(COUNTRY_CODINGS)}, not {coding!r}", "country")
-    mapping = {}
-    for key, value in (country_raw.get("map") or {}).items():
-        mapping[float(key) if isinstance(key, int | float) and not isinstance(key, bool) else str(key)] = str(value)
-    if coding == "map" and not mapping:
-        raise where.error(sid, "country coding 'map' needs a 'map' of code -> alpha-3", "country")
+    if country_raw == AUTO:
+        country = CountrySpec(None, AUTO)
+    else:
+        if isinstance(country_raw, str):
+            country_raw = {"variable": country_raw, "coding": "iso_numeric"}
+        if not isinstance(country_raw, dict) or not country_raw.get("variable"):
+            raise where.error(sid, "needs 'country': {variable: NAME, coding: ...} or auto", "country")
+        coding = str(country_raw.get("coding", "iso_numeric"))
+        if coding not in COUNTRY_CODINGS:
+            raise where.error(sid, f"country coding must be one of {list(COUNTRY_CODINGS)}, not {coding!r}", "country")
+        mapping = {}
+        for key, value in _mapping(country_raw.get("map"), where, sid, "country map").items():
+            mapping[float(key) if isinstance(key, int | float) and not isinstance(key, bool) else str(key).upper()] = str(value)
+        if coding == "map" and not mapping:
+            raise where.error(sid, "country coding 'map' needs a 'map' of code -> alpha-3", "country")
+        country = CountrySpec(str(country_raw["variable"]), coding, mapping)
     weight = spec.get("weight")
+    weight_auto = weight == AUTO
     return Study(
         id=sid, title=str(spec.get("title", sid)), files=tuple(str(f) for f in files), year=year,
-        country=CountrySpec(str(country_raw["variable"]), coding, mapping),
-        weight=None if weight is None else str(weight), notes=str(spec.get("notes", "")),
+        country=country, weight=None if weight is None or weight_auto else str(weight),
+        notes=str(spec.get("notes", "")), module=str(spec["module"]) if spec.get("module") else None,
+        codebook=str(spec.get("codebook", "")), weight_auto=weight_auto,
     )
 
 
@@ -356,45 +457,59 @@ def load_registry(path: Path) -> Registry:
     path = Path(path)
     where = _Where(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the same data, faster
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
     except OSError as exc:
         raise SourceError(f"cannot read the question registry: {exc}", file=path) from exc
     except yaml.YAMLError as exc:
         raise SourceError(f"the question registry is not valid YAML: {exc}", file=path) from exc
+    if not isinstance(data, dict):
+        raise SourceError(f"the question registry must be a mapping with 'format', 'wvs' and 'issp', "
+                          f"got {type(data).__name__}", file=path)
     if data.get("format") != REGISTRY_FORMAT:
         raise SourceError(f"expected 'format: {REGISTRY_FORMAT}' at the top of the registry", file=path, field="format")
 
     wvs_settings, wvs_questions = None, []
-    wvs = data.get("wvs")
+    candidates = 0
+    wvs = _mapping(data.get("wvs"), where, "wvs", "'wvs'")
     if wvs:
         variables = {"wave": "S002VS", "country": "S003", "country_alpha": "COUNTRY_ALPHA", "year": "S020", "weight": "S017"}
-        variables.update({k: (None if v is None else str(v)) for k, v in (wvs.get("variables") or {}).items()})
+        variables.update({k: (None if v is None else str(v))
+                          for k, v in _mapping(wvs.get("variables"), where, "wvs", "'variables'").items()})
+        try:
+            waves = tuple(int(w) for w in _list(wvs.get("waves", [3, 4, 5, 6, 7]), where, "wvs", "'waves'"))
+            newer_wave = int(wvs.get("newer_wave", 7))
+        except (TypeError, ValueError) as exc:
+            raise where.error("wvs", "waves and newer_wave must be wave numbers", "waves") from exc
         wvs_settings = WvsSettings(
             variables=variables,
-            waves=tuple(int(w) for w in wvs.get("waves", [3, 4, 5, 6, 7])),
-            newer_wave=int(wvs.get("newer_wave", 7)),
+            waves=waves,
+            newer_wave=newer_wave,
             invalid_codes=_codes(wvs.get("invalid_codes", [-1, -2, -3, -4, -5]), where, "wvs", "invalid_codes"),
             not_asked_codes=_codes(wvs.get("not_asked_codes", [-4]), where, "wvs", "not_asked_codes"),
+            codebook=str(wvs.get("codebook", "")),
         )
         if wvs_settings.newer_wave not in wvs_settings.waves:
             raise where.error("wvs", "newer_wave must be one of the waves read", "newer_wave")
-        for spec in wvs.get("questions") or []:
-            wvs_questions.append(_question(spec, "WVS", where, wvs_settings.invalid_codes))
+        for index, spec in enumerate(_list(wvs.get("questions"), where, "wvs", "'questions'")):
+            wvs_questions.append(_question(spec, index, "WVS", where, wvs_settings.invalid_codes))
+        candidates += len(_list(wvs.get("candidates"), where, "wvs", "'candidates'"))
 
     studies, issp_questions = [], []
-    issp = data.get("issp")
+    issp = _mapping(data.get("issp"), where, "issp", "'issp'")
     if issp:
-        for spec in issp.get("studies") or []:
-            studies.append(_study(spec, where))
+        for index, spec in enumerate(_list(issp.get("studies"), where, "issp", "'studies'")):
+            studies.append(_study(spec, index, where))
         study_ids = [s.id for s in studies]
         if len(set(study_ids)) != len(study_ids):
             raise where.error("issp.studies", "study ids must be unique", "id")
-        for spec in issp.get("questions") or []:
-            question = _question(spec, "ISSP", where, ())
+        for index, spec in enumerate(_list(issp.get("questions"), where, "issp", "'questions'")):
+            question = _question(spec, index, "ISSP", where, ())
             unknown = sorted({s.study for s in question.sources} - set(study_ids))
             if unknown:
                 raise where.error(question.id, f"sources name unknown studies {unknown}", "sources")
             issp_questions.append(question)
+        candidates += len(_list(issp.get("candidates"), where, "issp", "'candidates'"))
 
     ids = [q.id for q in wvs_questions + issp_questions]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -405,4 +520,4 @@ def load_registry(path: Path) -> Registry:
         repeated = sorted({c for c in columns if columns.count(c) > 1})
         if repeated:
             raise where.error(", ".join(repeated), "a WVS variable is registered twice", "variable")
-    return Registry(path, wvs_settings, tuple(wvs_questions), tuple(studies), tuple(issp_questions))
+    return Registry(path, wvs_settings, tuple(wvs_questions), tuple(studies), tuple(issp_questions), candidates)

@@ -6,13 +6,18 @@ weight `S017`. A group is a country x wave; its year is the most frequent S020 a
 respondents (ties: the earliest), so a fieldwork period spanning two calendar years
 stays one sample (the summary lists such country-waves).
 
-ISSP (one or more files): each file is identified by a registry study (file-name
-pattern) that names its country, weight and year variables. A group is a country x
-year: the module year for a module file, the year variable for a cumulative file.
+ISSP (one or more files): each file is identified by a registry study (its GESIS study
+number starts the file name) that names its country, weight and year variables, or says
+`auto` and lets locate.py find them. A group is a country x year: the module year for a
+module file, the year variable for a cumulative file. Questions pinned to a variable of
+the study are read from it; the other questions of the study's module are looked for by
+their label pattern (locate.py), and what was found or not is reported.
 
 Respondents outside every group are counted per reason (wave outside 3-7, country code
 not in the country table, no year); respondents with a missing, zero or negative weight
-are kept in their group but cannot contribute to a distribution (counted per file).
+are kept in their group but cannot contribute to a distribution (counted per file). A
+file in which no kept respondent has a usable weight stops the build, naming the file
+and the weight variable.
 """
 
 from __future__ import annotations
@@ -26,8 +31,25 @@ from histbench.builders.core.errors import SourceError
 
 from .countries import Country, CountryTable
 from .gold import GroupIndex, weight_status
+from .locate import (
+    Located,
+    answer_codes,
+    is_non_answer,
+    locate_country,
+    locate_question,
+    locate_weight,
+    locate_year,
+    normal,
+)
 from .readers import FileMeta, read_columns
-from .registry import Question, Registry, SourceRef, Study
+from .registry import CountrySpec, Question, Registry, SourceRef, Study
+
+# Labels a CSV export writes for the WVS's negative codes (time-series value labels).
+WVS_MISSING_LABELS = {
+    "Don't know": -1, "Dont know": -1, "DK": -1, "No answer": -2, "NA": -2, "Not applicable": -3,
+    "Not asked": -4, "Not asked in survey": -4, "Not asked in this country": -4, "Missing": -5,
+    "Missing; Unknown": -5, "Missing: Other": -5, "Unknown": -5,
+}
 
 
 @dataclass
@@ -43,6 +65,10 @@ class FileReport:
     multi_year_groups: list[str] = field(default_factory=list)
     value_label_check: bool = True
     missing_questions: list[str] = field(default_factory=list)
+    located: dict[str, str] = field(default_factory=dict)  # question id -> "variable (how)"
+    not_located: dict[str, str] = field(default_factory=dict)  # question id -> reason
+    csv_text_answers: dict[str, int] = field(default_factory=dict)  # variable -> answers mapped from labels
+    variables: dict[str, str] = field(default_factory=dict)  # role -> variable (and how it was found)
 
     def to_json(self) -> dict:
         return {
@@ -50,6 +76,8 @@ class FileReport:
             "excluded_respondents": self.excluded, "unusable_weights": self.weights,
             "groups_spanning_several_years": self.multi_year_groups,
             "value_labels_checked": self.value_label_check, "registry_variables_missing": self.missing_questions,
+            "variables": self.variables, "questions_located_by_label": self.located,
+            "questions_not_found": self.not_located, "csv_answers_mapped_from_labels": self.csv_text_answers,
         }
 
 
@@ -60,6 +88,7 @@ class SurveyFile:
     index: GroupIndex
     columns: dict  # variable -> answers (np.ndarray)
     questions: list[tuple[Question, SourceRef | None]]
+    label_scales: dict = field(default_factory=dict)  # question id -> labelled answers outside its options
 
 
 def _label(meta: FileMeta, column: str, code) -> str:
@@ -79,12 +108,13 @@ def _is_number(value) -> bool:
 def _shown(code) -> str:
     if _is_number(code):
         value = float(code)
-        return str(int(value)) if value.is_integer() else str(value)
+        return str(int(value)) if np.isfinite(value) and value.is_integer() else str(value)
     return str(code)
 
 
 def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | None, variable: str) -> None:
-    """Every registry code of the question must be a value label of the variable."""
+    """Every registry code of the question must be a value label of the variable (numeric scales,
+    `scale: {from, to}`: their two ends; files often label only those)."""
     if not meta.has_value_labels:
         return
     labels = meta.labels(variable)
@@ -93,7 +123,10 @@ def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | N
             f"variable has no value labels, so the registry codes of question {question.id} cannot be checked "
             "(is this the variable the registry means?)", file=meta.path, field=variable,
         )
-    for option, codes in zip(question.options, question.codes_for(source), strict=True):
+    pairs = list(zip(question.options, question.codes_for(source), strict=True))
+    if question.is_scale:
+        pairs = [pairs[0], pairs[-1]]
+    for option, codes in pairs:
         absent = [c for c in codes if c not in labels]
         if absent:
             known = ", ".join(f"{_shown(k)}={v!r}" for k, v in sorted(labels.items(), key=lambda kv: str(kv[0]))[:12])
@@ -101,6 +134,19 @@ def check_value_labels(meta: FileMeta, question: Question, source: SourceRef | N
                 f"registry code {_shown(absent[0])} (option {option.label!r} of question {question.id}) "
                 f"is not among the variable's value labels ({known})", file=meta.path, field=variable,
             )
+
+
+def labelled_extras(meta: FileMeta, question: Question, source: SourceRef | None, variable: str) -> tuple | None:
+    """The labelled answer codes of a variable that are neither options nor invalid, as normalised
+    labels (paper 3.2: a file whose scale carries more answers than another's is a different scale).
+    None when the file has no value labels (CSV)."""
+    if not meta.has_value_labels:
+        return None
+    option_codes = {c for group in question.codes_for(source) for c in group}
+    invalid = set(question.invalid_for(source))
+    extras = sorted(normal(label) for code, label in answer_codes(meta.labels(variable)).items()
+                    if code not in option_codes and code not in invalid)
+    return tuple(extras)
 
 
 def _map_codes(values: np.ndarray, lookup) -> tuple[np.ndarray, dict]:
@@ -151,6 +197,49 @@ def _present_questions(meta: FileMeta, entries, report: FileReport) -> list:
     return present
 
 
+def _require_usable_weights(meta: FileMeta, index: GroupIndex, variable: str | None, report: FileReport) -> None:
+    """A file whose kept respondents all lack a usable weight can give no gold distribution."""
+    kept = index.group >= 0
+    if variable is None or not kept.any() or index.weight_ok[kept].any():
+        return
+    counts = report.weights
+    raise SourceError(
+        f"no respondent has a usable weight: all {int(kept.sum()):,} respondents of the kept country-periods have a "
+        f"missing ({counts.get('missing', 0):,}), zero ({counts.get('zero', 0):,}) or negative "
+        f"({counts.get('negative', 0):,}) weight, so no gold distribution can be computed (paper A.2 weights every "
+        "answer); check the weight variable or the export", file=meta.path, field=variable,
+    )
+
+
+def _csv_labels(question: Question, source: SourceRef | None, missing: dict) -> dict:
+    """{label: code} for a CSV export that holds answers as labels: the registry's options
+    (and their aliases) and the survey's non-answer labels."""
+    table = dict(missing)
+    for option, codes in zip(question.options, question.codes_for(source), strict=True):
+        for text in (option.label, *option.aliases):
+            table[text] = codes[0]
+    return table
+
+
+# A CSV export's non-answer labels -> the ISSP codes for them (up to 2009, then from 2010 on)
+ISSP_MISSING_LABELS = {
+    "Can't choose": (8, -8), "Cant choose": (8, -8), "Can't choose, don't know": (8, -8), "Don't know": (8, -8),
+    "NA": (9, -9), "No answer": (9, -9), "NAP": (0, -4), "Not applicable": (0, -4), "Refused": (9, -7),
+}
+
+
+def _issp_missing_labels(question: Question, source: SourceRef) -> dict:
+    """Non-answer labels mapped to the question's invalid code for them (its lowest otherwise)."""
+    invalid = set(question.invalid_for(source))
+    if not invalid:
+        return {}
+    out = {}
+    for label, codes in ISSP_MISSING_LABELS.items():
+        known = [c for c in codes if float(c) in invalid]
+        out[label] = known[0] if known else min(invalid)
+    return out
+
+
 def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
     settings = registry.wvs
     if settings is None or not registry.wvs_questions:
@@ -174,8 +263,15 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
 
     text = (alpha_col,) if country_col is None else ()
     needed = [v["wave"], v["year"], v["weight"], country_col or alpha_col] + [q.variable for q, _ in questions]
-    frame = read_columns(meta, needed, text_columns=tuple(c for c in text if c))
+    csv_labels = {q.variable: _csv_labels(q, None, WVS_MISSING_LABELS) for q, _ in questions}
+    if country_col is not None:
+        csv_labels[country_col] = countries.numeric_by_text()
+    frame = read_columns(meta, needed, text_columns=tuple(c for c in text if c), csv_labels=csv_labels,
+                         id_columns=(v["wave"], v["year"], country_col) if country_col else (v["wave"], v["year"]),
+                         labelled_columns=report.csv_text_answers)
     report.respondents = len(frame)
+    report.variables = {"wave": v["wave"], "year": v["year"], "weight": v["weight"],
+                        "country": country_col or f"{alpha_col} (alpha-3)"}
 
     wave = frame[v["wave"]].to_numpy()
     in_waves = np.isin(wave, settings.waves)
@@ -228,12 +324,12 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
         index.group[dropped] = -1
     index.keys = keys
     _, report.weights = weight_status(index.weight[index.group >= 0])
+    _require_usable_weights(meta, index, v["weight"], report)
     columns = {q.variable: frame[q.variable].to_numpy() for q, _ in questions}
     return SurveyFile(meta, report, index, columns, questions)
 
 
-def _country_lookup(study: Study, meta: FileMeta, countries: CountryTable):
-    spec = study.country
+def _country_lookup(spec: CountrySpec, meta: FileMeta, countries: CountryTable):
     labels = meta.labels(spec.variable)
 
     def lookup(code) -> Country | None:
@@ -248,17 +344,67 @@ def _country_lookup(study: Study, meta: FileMeta, countries: CountryTable):
             return countries.from_numeric(code)
         if spec.coding in ("alpha2", "alpha3"):
             return countries.from_text(str(code), spec.coding)
-        label = labels.get(float(code)) if _is_number(code) else None  # label_alpha2
+        label = labels.get(float(code)) if _is_number(code) else None  # label_alpha2 / label
         if not label:
             return None
-        text = label.strip().upper()
-        for alias in sorted(countries.aliases, key=len, reverse=True):
-            if not alias.isdigit() and (text == alias or text.startswith(alias + "-") or text.startswith(alias + " ")):
-                return countries.by_alpha3[countries.aliases[alias]]
-        head = text[:2]
-        return countries.by_alpha2.get(head) if text[2:3] in ("-", " ", ".", "") else None
+        from .locate import country_from_label
+
+        return country_from_label(label, countries)
 
     return lookup
+
+
+def _study_variables(meta: FileMeta, study: Study, registry: Registry, countries: CountryTable,
+                     report: FileReport) -> tuple[CountrySpec, str | None, object]:
+    """(country spec, weight variable, year spec) of a study in this file, found where the
+    registry says `auto`."""
+    spec = study.country
+    if spec.auto:
+        found = locate_country(meta, countries, study.id)
+        spec = CountrySpec(found.variable, found.coding, found.map)
+        how = "alpha-2 sample codes" if found.coding == "alpha2" else "value labels"
+        pooled = "; ".join(f"{', '.join(labels)} -> {a}" for a, labels in sorted(found.combined.items()))
+        report.variables["country"] = f"{found.variable} (found by name/label; codes read from {how}" + (
+            f"; pooled: {pooled}" if pooled else "") + ")"
+    else:
+        report.variables["country"] = spec.variable
+    weight = study.weight
+    if study.weight_auto:
+        weight = locate_weight(meta)
+        report.variables["weight"] = f"{weight} (found by name/label)" if weight else "none found: every respondent weighs 1"
+    else:
+        report.variables["weight"] = weight or "none (registry): every respondent weighs 1"
+    return spec, weight, study.year
+
+
+def _located_sources(meta: FileMeta, study: Study, entries, report: FileReport) -> list:
+    """Pinned entries as given; questions to locate are looked for by label (found -> a SourceRef).
+
+    A variable pinned for another question, or found for two questions, is nobody's find:
+    the questions concerned are reported as not found (pin the right one in the registry).
+    """
+    pinned = {meta.column(s.variable) or s.variable for _, s in entries if s is not None}
+    out, found_by = [], {}
+    for question, source in entries:
+        if source is not None:
+            out.append((question, source))
+            continue
+        found = locate_question(meta, question, exclude=pinned)
+        if isinstance(found, Located):
+            found_by.setdefault(found.variable, []).append((question, found))
+        else:
+            report.not_located[question.id] = found
+    for variable, claims in found_by.items():
+        if len(claims) > 1:
+            names = ", ".join(q.id for q, _ in claims)
+            for question, _ in claims:
+                report.not_located[question.id] = f"{variable} fits several questions ({names}): pin it in the registry"
+            continue
+        question, found = claims[0]
+        invalid = tuple(sorted(set(found.invalid) | (set(question.invalid_codes) - {c for g in found.codes for c in g})))
+        out.append((question, SourceRef(study.id, found.variable, found.codes, invalid, found.how)))
+        report.located[question.id] = f"{found.variable} ({found.how})"
+    return out
 
 
 def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
@@ -266,12 +412,14 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     report = FileReport(meta.path.name, "ISSP", study=study.id, value_label_check=meta.has_value_labels)
     entries = registry.questions_of(study)
     if not entries:
-        raise SourceError(f"registry study {study.id} has no questions (add '{study.id}: VARIABLE' to their sources)",
-                          file=meta.path)
-    required = [study.country.variable] + ([study.weight] if study.weight else [])
-    if study.year.variable:
-        required.append(study.year.variable)
+        raise SourceError(f"registry study {study.id} has no questions (add '{study.id}: VARIABLE' to their sources, "
+                          "or give the study the module of questions that carry a label pattern)", file=meta.path)
+    country, weight, year_spec = _study_variables(meta, study, registry, countries, report)
+    required = [country.variable] + ([weight] if weight else [])
+    if year_spec.variable:
+        required.append(year_spec.variable)
     meta.require(required, f"country/weight/year variables of registry study {study.id}")
+    entries = _located_sources(meta, study, entries, report)
     questions = _present_questions(meta, entries, report)
     if report.missing_questions and not allow_missing_questions:
         raise SourceError(
@@ -279,30 +427,53 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
             "fix the registry or use --allow-missing-questions to skip them",
             file=meta.path, field=report.missing_questions[0],
         )
-    text = (study.country.variable,) if study.country.coding in ("alpha2", "alpha3") else ()
-    frame = read_columns(meta, required + [s.variable for _, s in questions], text_columns=text)
+    year_map = dict(year_spec.map)
+    year_variable = year_spec.variable
+    if year_spec.auto:
+        module_years = {float(s.id[2:]) if s.id[2:].isdigit() else -1.0: s.year.fixed for s in registry.studies
+                        if s.module == study.module and s.year.fixed is not None}
+        module_years = {k: v for k, v in module_years.items() if k >= 0}
+        year_variable, year_map = locate_year(
+            meta, lambda c: read_columns(meta, [c])[c].to_numpy(), module_years, study.id)
+        report.variables["year"] = f"{year_variable} (found: its values are the module's "
+        report.variables["year"] += "study numbers)" if year_map else "years)"
+        required.append(year_variable)
+    elif year_variable:
+        report.variables["year"] = year_variable
+    else:
+        report.variables["year"] = f"{year_spec.fixed} (module year)"
+    text = (country.variable,) if country.coding in ("alpha2", "alpha3") else ()
+    csv_labels = {s.variable: _csv_labels(q, s, _issp_missing_labels(q, s)) for q, s in questions}
+    frame = read_columns(meta, required + [s.variable for _, s in questions], text_columns=text,
+                         csv_labels=csv_labels, id_columns=tuple(c for c in (year_variable,) if c) + (
+                             () if text else (country.variable,)), labelled_columns=report.csv_text_answers)
     report.respondents = n = len(frame)
 
-    alpha, _ = _map_codes(frame[study.country.variable].to_numpy(), _country_lookup(study, meta, countries))
+    alpha, _ = _map_codes(frame[country.variable].to_numpy(), _country_lookup(country, meta, countries))
     bad = alpha == ""
     if bad.any():
-        codes = Counter(frame[study.country.variable].to_numpy()[bad])
+        codes = Counter(frame[country.variable].to_numpy()[bad])
         report.excluded["country_not_in_table"] = {
-            (_label(meta, study.country.variable, c) if _is_number(c) else str(c) or "empty"): int(k)
+            (_label(meta, country.variable, c) if _is_number(c) else str(c) or "empty"): int(k)
             for c, k in sorted(codes.items(), key=lambda kv: str(kv[0]))
         }
-    if study.year.fixed is not None:
-        year = np.full(n, float(study.year.fixed))
+    if year_spec.fixed is not None:
+        year = np.full(n, float(year_spec.fixed))
     else:
-        raw = frame[study.year.variable].to_numpy()
-        year = np.array([study.year.map.get(float(y), y) for y in raw], dtype=float) if study.year.map else raw
+        raw = frame[year_variable].to_numpy()
+        year = np.array([year_map.get(float(y), y) for y in raw], dtype=float) if year_map else raw
     no_year = ~np.isfinite(year) & ~bad
     if no_year.any():
         report.excluded["missing_year"] = {"respondents": int(no_year.sum())}
-    weight = frame[study.weight].to_numpy() if study.weight else np.ones(n)
+    weights = frame[weight].to_numpy() if weight else np.ones(n)
     keep = ~bad & np.isfinite(year)
-    index, _ = _group_index(alpha, np.where(np.isfinite(year), year, -1).astype(np.int64), keep, weight, countries,
+    index, _ = _group_index(alpha, np.where(np.isfinite(year), year, -1).astype(np.int64), keep, weights, countries,
                             lambda c, y: (c, int(y), None))
     _, report.weights = weight_status(index.weight[index.group >= 0])
+    _require_usable_weights(meta, index, weight, report)
     columns = {s.variable: frame[s.variable].to_numpy() for _, s in questions}
-    return SurveyFile(meta, report, index, columns, questions)
+    extras = {q.id: labelled_extras(meta, q, s, s.variable) for q, s in questions}
+    return SurveyFile(meta, report, index, columns, questions, label_scales=extras)
+
+
+__all__ = ["FileReport", "SurveyFile", "check_value_labels", "is_non_answer", "load_issp", "load_wvs"]

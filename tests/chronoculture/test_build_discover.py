@@ -1,4 +1,5 @@
-"""`--discover`: a draft registry from a file's variables and value labels."""
+"""`--discover`: sources attached to the registry's questions, country maps drafted for combined
+codes, and new candidates screened by the paper's 3.2 criteria a file can show."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import yaml
 
 from histbench.builders.chronoculture.registry import load_registry
 from histbench.builders.cli import main
-from histbench.builders.core.errors import SourceError
+
+from .test_build_locate import GOVRESP, _shares, write_issp
 
 
 def _discover(argv) -> int:
@@ -19,59 +21,109 @@ def _discover(argv) -> int:
     return info.value.code
 
 
-def test_discover_wvs_candidates_and_reasons(wvs_file, tmp_path, happy_counts, build):
+def _wvs_with_extras(wvs_file, happy_counts):
     path = wvs_file([
         {"country": 124, "wave": 3, "year": 1996, "A008": happy_counts(600)},
+        {"country": 276, "wave": 3, "year": 1996, "A008": happy_counts(600)},
         {"country": 124, "wave": 7, "year": 2018, "A008": happy_counts(600), "C001": {1: 300, 2: 300}},
+        {"country": 276, "wave": 7, "year": 2018, "A008": happy_counts(600), "C001": {1: 300, 2: 300}},
     ])
     df, meta = pyreadstat.read_sav(path, user_missing=True)
-    df["X001"] = 1.0  # demographic: skipped
-    df["A009"] = np.where(df["S002VS"] == 3, 5.0, 1.0)  # code 5 used but not labelled
-    df["A010"] = 2.0  # labelled, but codes 1, 2, 7 are not consecutive
+    n = len(df)
+    wave, country = df["S002VS"].to_numpy(), df["S003"].to_numpy()
+    rng = np.random.default_rng(3)
+    df["A009"] = rng.integers(1, 6, n).astype(float)  # a new question: 5 labelled codes, both waves, both countries
+    df["X001"] = rng.integers(1, 3, n).astype(float)  # demographic
+    df["A010"] = np.where(wave == 3, 5.0, 1.0)  # code 5 used but not labelled
+    df["A011"] = 2.0  # codes 1, 2, 7: not consecutive
+    df["A012"] = np.where(wave == 7, 1.0, -4.0)  # asked in wave 7 only
+    df["A013"] = np.where(country == 124, 1.0, -4.0)  # asked in one country only
+    df["A014"] = np.where(wave == 7, rng.integers(1, 6, n), rng.integers(1, 4, n)).astype(float)  # 3 then 5 points
+    df["F028"] = rng.integers(1, 8, n).astype(float)  # behaviour frequency
     labels = dict(meta.variable_value_labels)
-    labels["X001"] = {1: "Male", 2: "Female"}
-    labels["A009"] = {1: "Good", 2: "Fair", 3: "Poor"}
-    labels["A010"] = {1: "Yes", 2: "No", 7: "Other"}
+    five = {1: "Very good", 2: "Good", 3: "Fair", 4: "Poor", 5: "Very poor", -1: "Don't know", -4: "Not asked"}
+    labels.update({"A009": five, "X001": {1: "Male", 2: "Female"}, "A010": {1: "Good", 2: "Fair", 3: "Poor"},
+                   "A011": {1: "Yes", 2: "No", 7: "Other"}, "A012": five, "A013": five, "A014": five,
+                   "F028": {i: f"f{i}" for i in range(1, 8)}})
     pyreadstat.write_sav(pd.DataFrame(df), path, variable_value_labels=labels,
-                         column_labels={"A008": "Feeling of happiness"})
-    out = tmp_path / "draft.yaml"
+                         column_labels={"A008": "Feeling of happiness", "A009": "State of health (subjective)",
+                                        "F028": "How often do you attend religious services"})
+    return path
+
+
+def test_discover_wvs_attaches_registry_questions_and_screens_candidates(wvs_file, happy_counts, tmp_path, build):
+    path = _wvs_with_extras(wvs_file, happy_counts)
+    out = tmp_path / "mine.yaml"
     assert _discover(["build", "chronoculture", "--wvs", str(path), "--discover", str(out)]) == 0
     text = out.read_text()
-    assert text.startswith("# DRAFT chronoculture question registry")
+    assert text.startswith("# chronoculture question registry written by `histbench build chronoculture --discover`")
     draft = yaml.safe_load(text)
-    questions = {q["variable"]: q for q in draft["wvs"]["questions"]}
-    assert sorted(questions) == ["A008"]
-    a008 = questions["A008"]
-    assert a008["draft"] is True and a008["category"] is None and a008["text"] == "Feeling of happiness"
-    assert a008["waves_asked"] == [3, 7]
-    assert [o["code"] for o in a008["options"]] == [1, 2, 3, 4]
-    assert a008["invalid_codes"] == [-5, -4, -3, -2, -1]
-    assert "asked_in_fewer_than_2_waves" in text and "unlabelled_codes_used" in text
-    assert "answer_codes_not_consecutive" in text
-
-    # a draft cannot be built from; once curated it can
-    with pytest.raises(SourceError, match="still a --discover draft"):
-        load_registry(out)
-    a008.pop("draft")
-    a008["category"] = "Family, health, and social attitudes"
+    assert {q["id"] for q in draft["wvs"]["questions"]} >= {"wvs_A008", "wvs_C001"}  # the registry, copied
+    candidates = {c["variable"]: c for c in draft["wvs"]["candidates"]}
+    assert sorted(candidates) == ["A009"]
+    a009 = candidates["A009"]
+    assert a009["draft"] is True and a009["category"] is None and a009["text"] == "State of health (subjective)"
+    assert a009["waves_asked"] == [3, 7] and [o["code"] for o in a009["options"]] == [1, 2, 3, 4, 5]
+    assert a009["invalid_codes"] == [-4, -1]
+    header = text.split("\nformat:")[0]
+    for reason in ("identifier_or_demographic: 5", "unlabelled_codes_used: 1", "answer_codes_not_consecutive: 1",
+                   "asked_in_fewer_than_2_waves: 1", "asked_in_one_country_only: 1", "scale_differs_between_waves: 1",
+                   "behaviour_frequency: 1", "registry_questions_present: 2"):
+        assert reason in header, reason
+    # the written registry loads as it is (candidates are not built), and a curated candidate builds
+    registry = load_registry(out)
+    assert registry.candidates == 1 and "wvs_A009" not in {q.id for q in registry.wvs_questions}
+    a009.pop("draft")
+    a009.update(category="Family, health, and social attitudes", text="All in all, how would you describe your health?")
+    mine = {"format": draft["format"], "wvs": {**draft["wvs"], "questions": [a009], "candidates": []}}
     curated = tmp_path / "curated.yaml"
-    curated.write_text(yaml.safe_dump(draft, sort_keys=False))
+    curated.write_text(yaml.safe_dump(mine, sort_keys=False))
     result = build(wvs=path, registry=curated)
-    assert [p["pair_id"] for p in result["pairs"]] == ["wvs_A008__CAN"]
+    assert sorted(p["pair_id"] for p in result["pairs"]) == ["wvs_A009__CAN", "wvs_A009__DEU"]
 
 
-def test_discover_issp_module_file(issp_file, tmp_path):
-    path = issp_file("ZA2900_v1.dta", [{"v3": 1, "answers": {1: 300, 2: 200, 8: 10}}], question_var="v36",
-                     weight_var="v325")
-    out = tmp_path / "issp.yaml"
-    assert _discover(["build", "chronoculture", "--issp", str(path), "--discover", str(out)]) == 0
+def test_discover_issp_pins_sources_and_drafts_combined_country_codes(tmp_path, build):
+    """ZA4700 (country: auto in the registry) with a numeric country variable whose labels name the
+    samples: the drafted map pools DE-W + DE-E and IL-J + IL-A, keeps GB-GBN and GB-NIR apart."""
+    country = {1: "DE-W-Germany-West", 2: "DE-E-Germany-East", 3: "IL-J-Israel Jews", 4: "IL-A-Israel Arabs",
+               5: "GB-GBN-Great Britain", 6: "GB-NIR-Northern Ireland", 7: "XX-Atlantis"}
+    columns = {"V3": ("Country/ Sample", country), "V25": ("Q6a Govt responsibility: provide job for everyone", GOVRESP),
+               "V50": ("Q12 How important: a new kind of thing", {1: "a", 2: "b", 3: "c", 4: "d"}),
+               "SEX": ("R: Sex", {1: "Male", 2: "Female"}), "WEIGHT": ("Weighting factor", None)}
+    samples = [{"size": 600, "V3": code, "V25": _shares(600, (0.4, 0.3, 0.2, 0.1)), "V50": _shares(600, (0.25,) * 4),
+                "SEX": {1: 300, 2: 300}, "WEIGHT": 1.0} for code in country]
+    path = write_issp(tmp_path / "ZA4700_v1-0-0.dta", samples, columns)
+    unknown = write_issp(tmp_path / "ZA9999.sav", samples[:1], columns)
+    out = tmp_path / "mine.yaml"
+    assert _discover(["build", "chronoculture", "--issp", str(path), str(unknown), "--discover", str(out)]) == 0
     draft = yaml.safe_load(out.read_text())
-    study = draft["issp"]["studies"][0]
-    assert study["id"] == "ZA2900" and study["weight"] == "v325" and study["country"]["variable"] == "v3"
-    [question] = draft["issp"]["questions"]
-    assert question["sources"] == {"ZA2900": "v36"}
-    assert [o["code"] for o in question["options"]] == [1, 2, 3, 4]
-    assert question["invalid_codes"] == [0, 8, 9]  # NAP, can't choose, NA: read from the labels
+    studies = {s["id"]: s for s in draft["issp"]["studies"]}
+    za4700 = studies["ZA4700"]
+    assert za4700["country"] == {"variable": "V3", "coding": "map",
+                                 "map": {1: "DEU", 2: "DEU", 3: "ISR", 4: "ISR", 5: "GBR", 6: "NIR"}}
+    assert "DE-E-Germany-East + DE-W-Germany-West -> DEU" in za4700["notes"]
+    assert "IL-A-Israel Arabs + IL-J-Israel Jews -> ISR" in za4700["notes"]
+    assert "7 'XX-Atlantis'" in za4700["notes"] and za4700["weight"] == "WEIGHT"
+    questions = {q["id"]: q for q in draft["issp"]["questions"]}
+    assert questions["issp_rog_jobs"]["sources"]["ZA4700"] == {"variable": "V25", "invalid_codes": [-9, -8]}
+    assert questions["issp_rog_jobs"]["sources"]["ZA2900"] == "v36"  # the pinned ones are kept
+    candidates = {c["sources"]["ZA4700"]: c for c in draft["issp"]["candidates"] if "ZA4700" in c["sources"]}
+    assert sorted(candidates) == ["V50"]  # SEX is a background variable, V3 and V25 are taken
+    assert draft["issp"]["candidate_studies"][0]["id"] == "ZA9999"
+    # the written registry builds: the 2006 source is now pinned
+    registry = load_registry(out)
+    jobs = {q.id: q for q in registry.issp_questions}["issp_rog_jobs"]
+    assert jobs.source_for("ZA4700").variable == "V25"
+
+
+def test_discover_never_overwrites_a_registry_someone_wrote(tmp_path, wvs_file, happy_counts, capsys):
+    path = wvs_file([{"country": 124, "wave": 3, "year": 1996, "A008": happy_counts(600)}])
+    mine = tmp_path / "my_registry.yaml"
+    mine.write_text("format: chronoculture-registry/1\n# my curated notes\n")
+    assert main(["build", "chronoculture", "--wvs", str(path), "--discover", str(mine)]) == 2
+    assert "exists and was not written by --discover" in capsys.readouterr().err
+    assert mine.read_text() == "format: chronoculture-registry/1\n# my curated notes\n"
+    assert main(["build", "chronoculture", "--wvs", str(path), "--registry", str(mine), "--discover", str(mine)]) == 2
 
 
 def test_discover_needs_a_file(tmp_path, capsys):

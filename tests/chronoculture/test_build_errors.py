@@ -146,3 +146,140 @@ def test_bad_options(wvs_file, registry_file, groups, tmp_path):
     args = parser.parse_args(["build", "chronoculture", "--wvs", "x.sav", "--min-respondents", "0"])
     with pytest.raises(UsageError):
         args.builder.options_from_args(args)
+
+
+# ------------------------------------------------------------------ issue 17: reliability of the reader
+def _csv(tmp_path, rows: list[str], name="wvs.csv"):
+    path = tmp_path / name
+    path.write_text("S002VS,S003,S020,S017,A008\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("code", "shown"), [("inf", "inf"), ("9" * 400_000, "inf"), ("124.5", "124.5")])
+def test_absurd_country_code_in_a_wvs_csv(tmp_path, build, registry_file, code, shown):
+    """A non-finite or absurd S003 stops with one line naming file, row and field (was: OverflowError)."""
+    rows = ["3,124,1996,1,1"] * 3 + [f"7,{code},2018,1,2"] + ["7,124,2018,1,1"]
+    path = _csv(tmp_path, rows)
+    with pytest.raises(SourceError, match=f"expected a whole-number code here, got {shown}") as info:
+        build(wvs=path, registry=registry_file(), allow_missing_questions=True)
+    assert (info.value.file, info.value.row, info.value.field) == (str(path), 5, "S003")
+    assert "\n" not in str(info.value)
+    _assert_nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize(("registry", "message"), [
+    ({"wvs": {"questions": ["A008", "A001"]}}, r"wvs.questions\[1\]: each question must be a mapping"),
+    ({"wvs": {"questions": [["id", "wvs_A008"]]}}, r"wvs.questions\[1\]: each question must be a mapping"),
+    ({"wvs": {"questions": {"id": "wvs_A008"}}}, r"entry wvs: 'questions' must be a list"),
+    ({"wvs": ["questions"]}, r"entry wvs: 'wvs' must be a mapping"),
+    ({"issp": {"studies": ["ZA1950"]}}, r"issp.studies\[1\]: each study must be a mapping"),
+    ({"issp": {"studies": [], "questions": [{"id": "q", "module": "m", "text": "Q?", "sources": ["ZA1"],
+                                             "category": "Family, health, and social attitudes",
+                                             "options": [{"code": 1, "label": "a"}, {"code": 2, "label": "b"}]}]}},
+     r"entry q: 'sources' must be a mapping"),
+])
+def test_registry_whose_entries_are_not_mappings(tmp_path, registry_file, registry, message):
+    """A registry with questions that are not mappings: one-line error naming the entry (was: AttributeError)."""
+    from histbench.builders.chronoculture.registry import load_registry
+
+    path = registry_file({"format": "chronoculture-registry/1", **registry})
+    with pytest.raises(SourceError, match=message) as info:
+        load_registry(path)
+    assert info.value.file == str(path)
+    top = tmp_path / "list.yaml"
+    top.write_text("- format: chronoculture-registry/1\n")
+    with pytest.raises(SourceError, match="must be a mapping with 'format'"):
+        load_registry(top)
+
+
+def test_all_weights_missing_names_the_file_and_weight_column(wvs_file, build, registry_file, groups, issp_file):
+    """Was: 'every config is empty'. Now: the file and the weight variable, with the counts."""
+    import numpy as np
+
+    bad = [dict(g, weight=np.nan) for g in groups]
+    path = wvs_file(bad)
+    with pytest.raises(SourceError, match=r"no respondent has a usable weight: all 1,200 respondents .* missing \(1,200\)") as info:
+        build(wvs=path, registry=registry_file())
+    assert (info.value.file, info.value.field) == (str(path), "S017")
+    issp = issp_file("ZA1950.sav", [{"v3": 1, "answers": {1: 600}, "weight": 0.0}])
+    with pytest.raises(SourceError, match=r"zero \(600\)") as info:
+        build(issp=[issp], registry=registry_file())
+    assert info.value.field == "v114"
+
+
+def test_every_answer_invalid_says_so(wvs_file, build, registry_file):
+    """Was: 'every config is empty'. Now: the reason, with the invalid codes counted."""
+    groups = [{"country": 124, "wave": 3, "year": 1996, "A008": {-1: 500, -2: 100}},
+              {"country": 124, "wave": 7, "year": 2018, "A008": {-1: 600}}]
+    path = wvs_file(groups)
+    # (C001, absent from these groups, is written as -4: not asked)
+    with pytest.raises(SourceError, match=r"no temporal pair can be formed: WVS: every answer is invalid "
+                                          r"\(codes -4 x1,200, -2 x100, -1 x1,100\)") as info:
+        build(wvs=path, registry=registry_file())
+    assert str(path) in info.value.file
+
+
+def test_exclusions_that_change_the_result_are_printed(wvs_file, build, registry_file, happy_counts, capsys):
+    """Off-scale codes above 1% of a variable's answers, cells dropped for missing weights and registry
+    variables absent from the file go to the console, not only to histbench.json."""
+    import numpy as np
+
+    groups = [
+        {"country": 124, "wave": 3, "year": 1996, "A008": happy_counts(600, invalid={6: 20})},  # 6: off the scale
+        {"country": 124, "wave": 7, "year": 2018, "A008": happy_counts(600, invalid={6: 15})},
+        {"country": 276, "wave": 3, "year": 1996, "A008": happy_counts(600), "weight": np.nan},  # all weights missing
+        {"country": 276, "wave": 7, "year": 2018, "A008": happy_counts(600)},
+    ]
+    out = build(wvs=wvs_file(groups, drop=("C001",)), registry=registry_file(), allow_missing_questions=True)
+    err = capsys.readouterr().err
+    assert "registry variable(s) are not in the file and were skipped: C001" in err
+    assert "neither options nor invalid above 1% of their answers" in err and "wvs_A008 (wvs.sav:A008): 1.4% of answers (6 x35)" in err
+    assert "1 question x country x period cell(s) dropped because none of their valid answers has a usable weight" in err
+    assert "wvs_A008 DEU wave 3" in err
+    assert out["summary"]["exclusions"]["cells_missing_weight"] == {"wvs.sav": ["wvs_A008 DEU wave 3"]}
+    assert out["summary"]["exclusions"]["off_scale_codes_above_1_percent"][0].startswith("wvs_A008 (wvs.sav:A008)")
+
+
+# ------------------------------------------------------------------ issue 14: a labelled CSV export
+def test_labelled_csv_answers_map_through_the_registry(wvs_file, build, registry_file, happy_counts, tmp_path):
+    """A CSV export that writes answers as labels gives the same pairs as the numeric one (was: all
+    answers read as missing, so every cell 'not asked' and the pairs vanished silently)."""
+    groups = [{"country": 124, "wave": 3, "year": 1996, "A008": happy_counts(600, invalid={-1: 10, -2: 5})},
+              {"country": 124, "wave": 7, "year": 2018, "A008": happy_counts(600, (0.1, 0.2, 0.3, 0.4))}]
+    numeric = wvs_file(groups, name="numeric.csv", drop=("C001",))
+    frame = pd.read_csv(numeric)
+    names = {1: "Very happy", 2: "quite happy", 3: "Not very happy ", 4: "Not at all happy", -1: "Don't know",
+             -2: "No answer"}
+    frame["A008"] = frame["A008"].map(names)
+    frame["S003"] = frame["S003"].map({124: "Canada"})
+    labelled = tmp_path / "labelled.csv"
+    frame.to_csv(labelled, index=False)
+    a = build(wvs=numeric, registry=registry_file(), allow_missing_questions=True)
+    b = build(wvs=labelled, registry=registry_file(), allow_missing_questions=True)
+    assert [p["G_old"] for p in a["pairs"]] == [p["G_old"] for p in b["pairs"]] and len(b["pairs"]) == 1
+    assert b["summary"]["exclusions"]["invalid_answers"]["WVS"] == {"-2": 5, "-1": 10}
+    report = b["summary"]["exclusions"]["respondents_per_file"][0]
+    assert report["csv_answers_mapped_from_labels"] == {"S003": 1215, "A008": 1215}
+
+
+def test_labelled_csv_answer_the_registry_cannot_map(build, registry_file, tmp_path):
+    path = tmp_path / "wvs.csv"
+    path.write_text("S002VS,S003,S020,S017,A008\n3,124,1996,1,Very happy\n7,124,2018,1,Rather happy\n")
+    with pytest.raises(SourceError, match=r"answers as text that the registry cannot map to codes \('Rather happy'\)") as info:
+        build(wvs=path, registry=registry_file(), allow_missing_questions=True)
+    assert (info.value.row, info.value.field) == (3, "A008")
+
+
+def test_labelled_issp_csv_export(issp_file, build, registry_file, tmp_path):
+    """An ISSP module file exported to CSV with labels: options and "Can't choose" map through the registry."""
+    numeric = issp_file("ZA1950.sav", [{"v3": 1, "answers": {1: 300, 2: 200, 3: 80, 4: 20, 8: 30}}])
+    df, _ = pyreadstat.read_sav(numeric)
+    names = {1.0: "Definitely should be", 2.0: "Probably should be", 3.0: "Probably should not be",
+             4.0: "Definitely should not be", 8.0: "Can't choose"}
+    df["v49"] = df["v49"].map(names)
+    csv = tmp_path / "ZA2900.csv"
+    df.rename(columns={"v49": "v36", "v114": "v325"}).to_csv(csv, index=False)
+    out = build(issp=[numeric, csv], registry=registry_file())
+    pair = out["pairs"][0]
+    assert pair["G_old"] == pytest.approx(pair["G_new"]) and pair["n_new"] == 600
+    assert out["summary"]["exclusions"]["invalid_answers"]["ISSP"] == {"8": 60}

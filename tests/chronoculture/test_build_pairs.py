@@ -107,7 +107,9 @@ def test_weights_and_unusable_weights_in_a_build(wvs_file, registry_file, build)
     weight = np.ones(n)
     answers = {1: 400, 2: 200}  # shuffled by the fixture with its own seed; weights follow the codes below
     group_old = {"country": 124, "wave": 3, "year": 1996, "A008": answers, "weight": weight}
-    path = wvs_file([group_old, {"country": 124, "wave": 7, "year": 2018, "A008": {1: 600}}])
+    # (both waves answer on options 1 and 2: a period where nobody gives an answer another period
+    # gives 33% of the time would read as a different scale, paper 3.2)
+    path = wvs_file([group_old, {"country": 124, "wave": 7, "year": 2018, "A008": {1: 450, 2: 150}}])
     import pandas as pd
     import pyreadstat
 

@@ -34,7 +34,8 @@ def test_sample_files_are_what_the_committed_script_writes(tmp_path):
     spec.loader.exec_module(module)
     module.main(tmp_path)
     for name, reader in (("wvs_timeseries_synthetic.sav", pyreadstat.read_sav),
-                         ("ZA1950_synthetic.sav", pyreadstat.read_sav), ("ZA2900_synthetic.dta", pyreadstat.read_dta)):
+                         ("ZA1950_synthetic.sav", pyreadstat.read_sav), ("ZA2900_synthetic.dta", pyreadstat.read_dta),
+                         ("ZA6900_synthetic.sav", pyreadstat.read_sav)):
         fresh, fresh_meta = reader(str(tmp_path / name), user_missing=True)
         shipped, shipped_meta = reader(str(SAMPLE / name), user_missing=True)
         pd.testing.assert_frame_equal(fresh, shipped)
@@ -64,9 +65,16 @@ def test_sample_covers_every_case_the_issue_lists(sample_build):
     assert summary["mcq"]["excluded"]["shifted_mode_unchanged"] >= 1
     assert summary["mode_change"]["stable_pairs_mode_changed"] >= 1
     assert {r["shift_category"] for r in sample_build["mcq"]} == {"stable", "strong", "very_strong"}
-    # West and East German ISSP samples pooled into one country
+    # West and East German ISSP samples pooled into one country; the newest year is the 2016 file,
+    # whose variables, country (C_ALPHAN) and weight (WEIGHT) the build finds by their labels
     deu = {p["pair_id"]: p for p in sample_build["pairs"]}["issp_rog_jobs__DEU"]
-    assert deu["n_old"] > 500 and deu["year_old"] == 1990 and deu["year_new"] == 1996
+    assert deu["n_old"] > 500 and deu["year_old"] == 1990 and deu["year_new"] == 2016
+    assert deu["source_new"] == "ZA6900_synthetic.sav:v21"
+    za6900 = files["ZA6900_synthetic.sav"]
+    assert len(za6900["questions_located_by_label"]) == 7 and za6900["variables"]["weight"].startswith("WEIGHT")
+    # paper 3.2: the 2016 industry item offers a middle answer the 1990 and 1996 files lack: no pair
+    assert summary["scale_changes"]["issp_rog_industry"]["pairs_not_formed"] == 6
+    assert not [p for p in sample_build["pairs"] if p["question_id"] == "issp_rog_industry"]
 
 
 def test_sample_build_validates_and_matches_the_schemas(sample_build):

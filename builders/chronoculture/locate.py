@@ -1,0 +1,287 @@
+"""Finding a study's variables in an ISSP file from its variable and value labels.
+
+The registry pins a variable only where a codebook we read confirms it. Elsewhere a
+question carries a `label` pattern and a study may say `country: auto`, `weight: auto`
+or `year: auto`; this module finds those variables in the user's file, and every choice
+it makes is reported (console, summary, `--discover`):
+
+- **question variables**: the variables whose label matches the question's pattern
+  (case-insensitive regular expression; country-specific variables such as `DE_V5` are
+  skipped), kept only if their value labels carry the question's options. Options are
+  matched to value labels by text (rapidfuzz token-sort ratio >= 90 on lower-cased,
+  punctuation-free labels, so "Agree strongly" matches "Strongly agree"); when the
+  labels differ in wording but the file's answer codes are exactly 1..K for K options,
+  the codes are taken in questionnaire order ("by position": ISSP codes every replicated
+  item in the order of its answer boxes). A variable matched by its value labels beats
+  one matched by position. Exactly one variable must qualify; none or several is
+  reported and the question is left out for that file.
+- **invalid codes** of a located variable: negative codes and codes whose (short) label
+  reads like a non-answer (can't choose, don't know, no answer, not applicable, refused;
+  an answer such as "I don't know whether there is a God ..." is not one).
+- **country**: `C_ALPHAN` (alpha-2 codes with sample suffixes such as DE-W, GB-NIR),
+  else the first numeric variable named country / C_SAMPLE / V4 / V3 (or labelled
+  "country") whose value labels name countries of the country table for at least 80% of
+  its labelled codes. The labels are read as codes ("DE-W-Germany-West", "AU-Australia",
+  "aus", "d"), then as names ("Australia", "West Germany"); combined codes (West and East
+  Germany -> DEU; Israel Jews and Arabs -> ISR) and split ones (Great Britain vs Northern
+  Ireland) follow the country table's aliases.
+- **weight**: a variable named WEIGHT, else the only variable labelled as a weight;
+  none: every respondent weighs 1 (said on the console).
+- **year** of a cumulation: a variable whose values are all years, or all study
+  numbers, of the module's studies in the registry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz import fuzz
+from unidecode import unidecode
+
+from histbench.builders.core.errors import SourceError
+
+from .countries import Country, CountryTable
+from .readers import FileMeta
+
+NON_ANSWER = re.compile(
+    r"don.?t know|can.?t choose|cannot choose|can.?t say|no answer|not applicable|\bnap\b|refus|missing|not asked|"
+    r"\bdk\b|\bna\b|inapplicable|no response|not available|no opinion|undecided",
+    re.IGNORECASE,
+)
+COUNTRY_SPECIFIC = re.compile(r"^[A-Za-z]{2}_")  # DE_V5, ES_DEGR: one country's own variable
+LABEL_MATCH = 90.0
+COUNTRY_SHARE = 0.8
+COUNTRY_NAMES = ("c_alphan", "country", "c_sample", "v4", "v3", "v5")
+WEIGHT_LABEL = re.compile(r"weighting|weight(ing)? factor|weight variable|design weight|^\s*weight\s*$", re.I)
+
+
+def normal(text) -> str:
+    """Lower-case ASCII words: accents, punctuation and a leading code ("1.", "01 -") removed."""
+    text = unidecode(str(text)).casefold().replace("&", " and ")
+    text = re.sub(r"^\s*-?\d+\s*[.):=-]?\s+", "", text)
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+NON_ANSWER_LENGTH = 40  # "Can't choose, don't know"; not "I don't know whether there is a God and ..."
+
+
+def is_non_answer(code: float, label: str) -> bool:
+    """Negative codes, and short labels that say the respondent gave no answer."""
+    text = str(label)
+    return code < 0 or (len(text) <= NON_ANSWER_LENGTH and bool(NON_ANSWER.search(text)))
+
+
+def _numeric_codes(labels: dict) -> dict[float, str]:
+    return {float(c): str(v) for c, v in labels.items() if isinstance(c, int | float) and not isinstance(c, bool)}
+
+
+def answer_codes(labels: dict) -> dict[float, str]:
+    """The labelled codes that are answers (not negative, not a non-answer label)."""
+    return {c: v for c, v in _numeric_codes(labels).items() if not is_non_answer(c, v)}
+
+
+@dataclass(frozen=True)
+class Located:
+    variable: str
+    codes: tuple[tuple[float, ...], ...]
+    invalid: tuple[float, ...]
+    how: str  # "label" or "label, codes by position" / "label, numeric scale"
+
+
+def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...], str] | str:
+    """(codes per option, how) from a variable's value labels, or the reason they do not fit."""
+    answers = answer_codes(labels)
+    if question.is_scale:
+        low, high = question.options[0].codes[0], question.options[-1].codes[0]
+        outside = sorted(c for c in answers if not low <= c <= high)
+        if outside:
+            return f"labelled answer codes {_codes_text(outside)} fall outside the scale {_shown(low)}-{_shown(high)}"
+        if not answers or min(answers) != low or max(answers) != high:  # a 1-4 item is not a 1-10 scale
+            return (f"labelled answer codes {_codes_text(sorted(answers))} do not reach both ends of the scale "
+                    f"{_shown(low)}-{_shown(high)}")
+        return tuple(o.codes for o in question.options), "label, numeric scale"
+    if not answers:
+        return "the variable has no labelled answer codes"
+    normal_answers = {c: normal(v) for c, v in answers.items()}
+    codes: list[tuple[float, ...]] = []
+    for option in question.options:
+        targets = [normal(t) for t in (option.label, *option.aliases)]
+        scored = sorted(((max(fuzz.token_sort_ratio(t, text) for t in targets), c) for c, text in normal_answers.items()),
+                        reverse=True)
+        if scored and scored[0][0] >= LABEL_MATCH and (len(scored) == 1 or scored[1][0] < scored[0][0]):
+            codes.append((scored[0][1],))
+        else:
+            codes = []
+            break
+    if codes and len({c for (c,) in codes}) == len(codes):
+        return tuple(codes), "label"  # extra labelled answer codes show up in the 3.2 scale check
+    k = len(question.options)
+    if sorted(answers) == [float(i) for i in range(1, k + 1)]:
+        return tuple((float(i),) for i in range(1, k + 1)), "label, codes by position"
+    wanted = ", ".join(repr(o.label) for o in question.options)
+    found = ", ".join(f"{_shown(c)}={v!r}" for c, v in sorted(answers.items()))
+    return f"value labels ({found}) do not carry the options ({wanted})"
+
+
+def locate_question(meta: FileMeta, question, exclude=frozenset()) -> Located | str:
+    """The one variable of the file that holds `question`, or why there is none (variables in
+    `exclude`, e.g. pinned for other questions, are not considered)."""
+    pattern = question.label_pattern
+    hits = [c for c in meta.columns if c not in exclude and not COUNTRY_SPECIFIC.match(c)
+            and pattern.search(meta.variable_labels.get(c) or "")]
+    if not hits:
+        return f"no variable label matches /{question.label}/"
+    fitting, reasons = [], []
+    for column in hits:
+        labels = meta.value_labels.get(column, {})
+        if not labels and meta.format != "csv":
+            reasons.append(f"{column}: no value labels")
+            continue
+        result = match_options(question, labels)
+        if isinstance(result, str):
+            reasons.append(f"{column}: {result}")
+            continue
+        codes, how = result
+        option_codes = {c for group in codes for c in group}
+        invalid = tuple(sorted(c for c, v in _numeric_codes(labels).items()
+                               if c not in option_codes and is_non_answer(c, v)))
+        fitting.append(Located(column, codes, invalid, how))
+    by_label = [f for f in fitting if "position" not in f.how]
+    if by_label:  # a variable whose value labels name the options beats one that only has K codes
+        fitting = by_label
+    if len(fitting) == 1:
+        return fitting[0]
+    if not fitting:
+        return "; ".join(reasons)
+    return (f"several variables fit ({', '.join(f.variable for f in fitting)}): pin the right one in the "
+            "registry's sources")
+
+
+# ------------------------------------------------------------------------------ country
+def country_from_label(label: str, countries: CountryTable) -> Country | None:
+    """A country-table row for a value label such as 'DE-W-Germany-West', 'aus', 'West Germany'."""
+    raw = unidecode(str(label)).strip()
+    if not raw:
+        return None
+    text = re.sub(r"^\s*\d+\s*[.):=]?\s+", "", raw).strip().upper()
+    aliases = countries.aliases
+    # a code first: an alias or sample code ("DE-W", "GB-NIR", "D-W", "aus"), then alpha-2/3
+    head = re.split(r"\s+|\s*[-:]\s+|\.\s", text, maxsplit=1)[0]
+    for candidate in (text, head):
+        if candidate in aliases:
+            return countries.by_alpha3[aliases[candidate]]
+    for alias in sorted(aliases, key=len, reverse=True):
+        if len(alias) >= 2 and not alias.isdigit() and re.match(re.escape(alias) + r"(?:[-\s]|$)", text):
+            return countries.by_alpha3[aliases[alias]]
+    if re.fullmatch(r"[A-Z]{3}", head) and head in countries.by_alpha3:
+        return countries.by_alpha3[head]
+    match = re.match(r"([A-Z]{2})(?:-[A-Z0-9]{1,4})?(?:[-\s]|$)", text)
+    if match and match.group(1) in countries.by_alpha2:
+        return countries.by_alpha2[match.group(1)]
+    # then a name, possibly after a code or with one in brackets: "36. Australia", "Australia (AUS)"
+    name = re.sub(r"\([^)]*\)", " ", text)
+    name = re.sub(r"^[A-Z]{2}(?:-[A-Z0-9]{1,4})?-", "", name)
+    name = " ".join(re.sub(r"[^A-Z ]+", " ", name).split())
+    by_name = countries.by_name
+    if name in by_name:
+        return by_name[name]
+    if name in aliases:
+        return countries.by_alpha3[aliases[name]]
+    return None
+
+
+@dataclass(frozen=True)
+class LocatedCountry:
+    variable: str
+    coding: str  # "alpha2" or "map"
+    map: dict  # code -> alpha3 (coding "map")
+    combined: dict  # alpha3 -> [labels] for codes pooled into one country
+    unmapped: dict  # code -> label of labelled codes that name no country of the table
+
+
+def country_map_from_labels(labels: dict, countries: CountryTable) -> tuple[dict, dict, dict]:
+    """({code: alpha3}, {alpha3: [labels pooled]}, {code: label not in the table})."""
+    mapping, unmapped = {}, {}
+    for code, label in labels.items():
+        if not isinstance(code, float):
+            continue
+        country = country_from_label(label, countries)
+        if country is None:
+            if not NON_ANSWER.search(str(label)):
+                unmapped[code] = str(label)
+            continue
+        mapping[code] = country.alpha3
+    pooled: dict[str, list[str]] = {}
+    for code, alpha3 in mapping.items():
+        pooled.setdefault(alpha3, []).append(str(labels[code]))
+    combined = {a: sorted(v) for a, v in pooled.items() if len(v) > 1}
+    return mapping, combined, unmapped
+
+
+def locate_country(meta: FileMeta, countries: CountryTable, study_id: str) -> LocatedCountry:
+    lower = {c.lower(): c for c in meta.columns}
+    named = [lower[n] for n in COUNTRY_NAMES if n in lower]
+    labelled = [c for c in meta.columns if re.search(r"\bcountry\b", meta.variable_labels.get(c) or "", re.I)
+                and c not in named and not COUNTRY_SPECIFIC.match(c)]
+    tried = []
+    for column in named + labelled:
+        if column.lower() == "c_alphan" or column in meta.string_columns:
+            if column.lower() == "c_alphan":
+                return LocatedCountry(column, "alpha2", {}, {}, {})
+            tried.append(f"{column} (text)")
+            continue
+        labels = meta.value_labels.get(column, {})
+        if not labels:
+            tried.append(f"{column} (no value labels)")
+            continue
+        mapping, combined, unmapped = country_map_from_labels(labels, countries)
+        if mapping and len(mapping) >= COUNTRY_SHARE * (len(mapping) + len(unmapped)):
+            return LocatedCountry(column, "map", mapping, combined, unmapped)
+        tried.append(f"{column} ({len(mapping)} of {len(mapping) + len(unmapped)} labels name countries)")
+    raise SourceError(
+        f"registry study {study_id} says country: auto, but no variable of this file reads as a country "
+        f"variable (tried: {', '.join(tried) or 'none'}); give country: {{variable: NAME, coding: ...}} in the registry",
+        file=meta.path,
+    )
+
+
+def locate_weight(meta: FileMeta) -> str | None:
+    lower = {c.lower(): c for c in meta.columns}
+    if "weight" in lower:
+        return lower["weight"]
+    labelled = [c for c in meta.columns if WEIGHT_LABEL.search(meta.variable_labels.get(c) or "")
+                and not COUNTRY_SPECIFIC.match(c)]
+    return labelled[0] if len(labelled) == 1 else None
+
+
+def locate_year(meta: FileMeta, read_column, years: dict[float, int], study_id: str) -> tuple[str, dict]:
+    """(variable, {code: year}) for a cumulation: the first variable whose values are all module
+    years or all study numbers of the module (`years`: study number -> year)."""
+    module_years = set(years.values())
+    candidates = [c for c in meta.columns
+                  if re.search(r"year|study|module|wave|za\b|survey", f"{c} {meta.variable_labels.get(c) or ''}", re.I)]
+    for column in candidates:
+        values = read_column(column)
+        present = np.unique(values[np.isfinite(values)])
+        if present.size == 0:
+            continue
+        if np.all(np.mod(present, 1) == 0) and set(present.astype(int).tolist()) <= module_years:
+            return column, {}
+        if set(present.tolist()) <= set(years):
+            return column, {float(k): v for k, v in years.items()}
+    raise SourceError(
+        f"registry study {study_id} says year: auto, but no variable holds only the module's years "
+        f"({', '.join(str(y) for y in sorted(module_years))}) or study numbers; give year: {{variable: NAME}}",
+        file=meta.path,
+    )
+
+
+def _shown(code) -> str:
+    code = float(code)
+    return str(int(code)) if code.is_integer() else str(code)
+
+
+def _codes_text(codes) -> str:
+    return ", ".join(_shown(c) for c in codes)
