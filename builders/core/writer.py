@@ -26,7 +26,7 @@ from .errors import BuildError, HistbenchError
 from .manifest import InputFile
 from .progress import log, progress, quiet_datasets
 from .resources import Resources
-from .schema import check_schema_conventions, schema_to_features, to_native, validate_records
+from .schema import check_schema_conventions, records_to_table, schema_to_features, to_native, validate_records
 
 MANIFEST_NAME = "histbench.json"
 SHARD_BYTES = 200 * 1024 * 1024
@@ -214,7 +214,7 @@ def write_build(
             for split, records in splits.items():
                 # Arrow straight from the schema-checked records: the same bytes as
                 # Dataset.from_list, several times faster
-                table = pa.Table.from_pylist(records, schema=features[config].arrow_schema)
+                table = records_to_table(records, schemas[config], features[config])
                 dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
                 paths = _write_config(dataset, tmp / "data" / config, split)
                 data_files[config][split] = f"data/{config}/{split}-*.parquet"

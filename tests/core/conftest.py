@@ -41,8 +41,10 @@ PAIRS_SCHEMA = {
         "left": {"type": "string"},
         "right": {"type": "string"},
         "same": {"type": "boolean"},
+        # categorical: stored as a ClassLabel (null stays null)
+        "relation": {"type": ["string", "null"], "enum": ["same_start", "different_start", None]},
     },
-    "required": ["pair_id", "left", "right", "same"],
+    "required": ["pair_id", "left", "right", "same", "relation"],
     "additionalProperties": False,
 }
 
@@ -72,7 +74,8 @@ def make_records(lines: list[str]) -> BuildOutput:
         for n, line in enumerate(lines)
     ]
     pairs = [
-        {"pair_id": n, "left": a, "right": b, "same": a[0] == b[0]}
+        {"pair_id": n, "left": a, "right": b, "same": a[0] == b[0],
+         "relation": None if n % 4 == 3 else "same_start" if a[0] == b[0] else "different_start"}
         for n, (a, b) in enumerate(zip(lines, lines[1:], strict=False))
     ]
     half_i, half_p = len(items) // 2, len(pairs) // 2
