@@ -75,7 +75,7 @@ def make_records(lines: list[str]) -> BuildOutput:
     ]
     pairs = [
         {"pair_id": n, "left": a, "right": b, "same": a[0] == b[0],
-         "relation": None if n % 4 == 3 else "same_start" if a[0] == b[0] else "different_start"}
+         "relation": None if n % 4 == 3 else "same_start" if n % 2 else "different_start"}
         for n, (a, b) in enumerate(zip(lines, lines[1:], strict=False))
     ]
     half_i, half_p = len(items) // 2, len(pairs) // 2
