@@ -148,7 +148,7 @@ def test_schema_failure_caps_listing_at_20(toy_resources):
     from histbench.builders.core.schema import validate_records
 
     schema = toy_resources.schema("toy", "pairs")
-    records = [{"pair_id": "x", "left": "a", "right": "b", "same": True} for _ in range(25)]
+    records = [{"pair_id": "x", "left": "a", "right": "b", "same": True, "relation": None} for _ in range(25)]
     with pytest.raises(SchemaError) as caught:
         validate_records(records, schema, config="pairs", split="test")
     assert "25 of 25 records in config 'pairs/test'" in str(caught.value)
