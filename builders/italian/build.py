@@ -189,12 +189,13 @@ class _Run:
         W.choose_distractors(chosen, passing, self.embedder, threshold, synonyms, chat_lists, stats)
         rows = []
         sources = Counter()
+        similarity_model = self.embedder.identity()["model"]  # portable: no local directories
         for entry in chosen:
             if len(entry.distractors) < W.N_CANDIDATES - 1:
                 stats["entries without five usable distractors (left out)"] += 1
                 continue
             sources.update(s for _, s in entry.distractors)
-            rows.append(W.to_record(entry, len(rows), rng, self.o["embedding_model"]))
+            rows.append(W.to_record(entry, len(rows), rng, similarity_model))
         source_kinds = Counter(s.split(" (")[0] for s in sources.elements())
         md = (f"{stats['phrases explained by at least two commentators']} phrases explained by at least two of "
               f"{len(read.commentators)} commentators; {len(kept)} kept by screening "

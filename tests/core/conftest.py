@@ -52,6 +52,7 @@ CARD = """---
 pretty_name: Toy benchmark
 license: cc-by-4.0
 language: [en]
+task_categories: [text-classification]
 tags: [history]
 ---
 # Toy $version
@@ -59,6 +60,32 @@ tags: [history]
 $row_table
 
 $summary
+
+## Uses
+
+Testing histbench's core.
+
+## Bias, risks and limitations
+
+Twelve invented lines.
+
+## Source data
+
+`lines.txt`.
+
+## Annotations
+
+None.
+
+## Citation
+
+$citation
+"""
+
+CITATION = """@misc{toy2026,
+  title = {A toy benchmark},
+  year  = {2026}
+}
 """
 
 
@@ -110,6 +137,7 @@ def toy_resources(tmp_path: Path) -> Resources:
     (root / "schemas" / "toy.items.schema.json").write_text(json.dumps(ITEMS_SCHEMA, indent=2))
     (root / "schemas" / "toy.pairs.schema.json").write_text(json.dumps(PAIRS_SCHEMA, indent=2))
     (root / "cards" / "toy.md").write_text(CARD)
+    (root / "sources" / "toy" / "citation.bib").write_text(CITATION)
     sample = root / "sources" / "toy" / "sample" / "lines.txt"
     sample.write_text("\n".join(f"alpha beta {n} gamma" if n % 2 else f"delta {n}" for n in range(12)) + "\n")
     manifest = {
