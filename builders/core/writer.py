@@ -18,7 +18,6 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from string import Template
 
 import yaml
 
