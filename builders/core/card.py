@@ -14,7 +14,8 @@ the rest, so the card never claims what the data does not hold:
   public upload asks every user to confirm their own access to the sources.
 
 `check_card` re-reads a card with `huggingface_hub`'s card classes and lists what is
-missing; the writer and `histbench push` both call it.
+missing; `histbench push` refuses a card that lacks anything (a test checks every
+shipped template).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from .card import LICENCE_FILE, check_card, licence_file, render_card
+from .card import LICENCE_FILE, licence_file, render_card
 from .errors import BuildError, HistbenchError
 from .manifest import InputFile
 from .paths import local_paths, names_this_machine, portable_option
@@ -233,10 +233,6 @@ def write_build(
             data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
             inputs=input_records, default_config=default_config, citation=resources.citation(benchmark),
         )
-        problems = check_card(card)
-        if problems:
-            raise BuildError(f"the dataset card of {benchmark} is incomplete", file=f"cards/{benchmark}.md",
-                             details=problems)
         (tmp / "README.md").write_text(card, encoding="utf-8")
         if "license_link: LICENSE.md" in card:
             pretty = yaml.safe_load(card.split("---\n", 2)[1]).get("pretty_name", benchmark)
@@ -266,7 +262,7 @@ def write_build(
             "build_finished_utc": utc_now(),
         }
         if extra_manifest:
-            manifest.update(to_native(extra_manifest))
+            manifest.update(portable_option(to_native(extra_manifest)))
         _refuse_local_paths(manifest, tables)
         (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
