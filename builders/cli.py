@@ -75,10 +75,12 @@ def _run_validate(args) -> None:
 
 
 def _run_push(args) -> None:
-    from histbench.builders.core.hub import push_build
+    from histbench.builders.core.hub import plan_push, upload
 
-    result = push_build(args.path, args.repo_id, private=args.private, dry_run=args.dry_run)
-    print(result.describe() if args.dry_run else f"uploaded: {result}")
+    plan = plan_push(args.path, args.repo_id, public=args.public, confirm_redistribution=args.confirm_redistribution_rights)
+    print(plan.describe())
+    if not args.dry_run:
+        print(f"uploaded ({plan.visibility}): {upload(plan)}")
 
 
 def _run_demo(args) -> None:
@@ -155,8 +157,13 @@ def make_parser() -> argparse.ArgumentParser:
     push = subparsers.add_parser("push", help="upload a built folder to the Hugging Face Hub and tag its version")
     push.add_argument("path", type=Path, help="build/<benchmark>-<version>")
     push.add_argument("--repo-id", required=True, help="dataset repository ORG/NAME")
-    push.add_argument("--private", action="store_true", help="create the repository as private")
-    push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; upload nothing")
+    push.add_argument("--public", action="store_true",
+                      help="create the repository as public (default: private); gated when a source forbids redistribution")
+    push.add_argument("--confirm-redistribution-rights", action="store_true",
+                      help="with --public: you confirm the sources' terms let you publish this build "
+                      "(needed when any source forbids redistribution or does not say)")
+    push.add_argument("--dry-run", action="store_true",
+                      help="show what would be uploaded, where, and what the sources' terms say; upload nothing")
     push.set_defaults(func=_run_push)
 
     _evaluator_parsers(subparsers, evaluators, builders)

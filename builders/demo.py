@@ -39,7 +39,7 @@ def check_reload(folder: Path) -> dict[str, dict[str, int]]:
     manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
     loaded_counts: dict[str, dict[str, int]] = {}
     for config, splits in manifest["rows"].items():
-        loaded = load_build_config(folder, config, data_sha256=manifest["data_sha256"])
+        loaded = load_build_config(folder, config, data_sha256=manifest["data_sha256"], label_names=False)
         if set(loaded) != set(splits):
             raise BuildError(f"load_dataset gave splits {sorted(loaded)} for config {config!r}, expected {sorted(splits)}", file=folder)
         loaded_counts[config] = {}

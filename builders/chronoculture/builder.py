@@ -44,6 +44,7 @@ class ChronoCultureBuilder(BenchmarkBuilder):
     name = "chronoculture"
     version = "1.0.0"
     title = "ChronoCulture: survey attitudes across time (WVS + ISSP temporal pairs)"
+    default_config = "pairs"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("chronoculture")

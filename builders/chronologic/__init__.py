@@ -16,6 +16,7 @@ class ChronologicBuilder(BenchmarkBuilder):
     name = "chronologic"
     version = "1.0.0"
     title = "Chronologic-EN: English writing and knowledge in context, 1831-1930"
+    default_config = "questions"
 
     def build(self, ctx: BuildContext) -> BuildOutput:
         path = ctx.path("questions")

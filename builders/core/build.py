@@ -63,6 +63,9 @@ class BenchmarkBuilder(ABC):
     name: ClassVar[str]
     version: ClassVar[str]
     title: ClassVar[str]
+    # The config a dataset card marks `default` (what `load_dataset(folder)` gives without
+    # a config name); None: the first config written.
+    default_config: ClassVar[str | None] = None
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Build options beyond the input roles (which come from the manifest)."""
@@ -118,6 +121,7 @@ def run_build(
         resources=resources,
         started=started,
         extra_manifest=ctx.extra_manifest,
+        default_config=builder.default_config,
     )
 
 

@@ -16,8 +16,16 @@ from .errors import EvalError
 from .writer import MANIFEST_NAME
 
 
-def load_build_config(folder: str | Path, config: str, split: str | None = None, data_sha256: str | None = None):
+def load_build_config(
+    folder: str | Path, config: str, split: str | None = None, data_sha256: str | None = None,
+    label_names: bool = True,
+):
     """`datasets.load_dataset(folder, config, split=split)` with a cache of this build's own.
+
+    Categorical columns are stored as `ClassLabel` ids (see `schema.class_label_names`);
+    with `label_names` (the default, what histbench's evaluators read) they come back as
+    their names, as the records were before writing. `label_names=False` gives exactly what
+    `load_dataset` gives a user.
 
     datasets (5.x) keys its cache of a local folder by the folder's name and the config
     only: a rebuilt `build/<benchmark>-<version>`, or another folder of the same name, would
@@ -39,7 +47,30 @@ def load_build_config(folder: str | Path, config: str, split: str | None = None,
     key = hashlib.sha256(data_sha256.encode() + b"\n" + (card.read_bytes() if card.is_file() else b"")).hexdigest()
     quiet_datasets()
     cache_dir = Path(datasets.config.HF_DATASETS_CACHE) / "histbench-builds" / key[:32]
-    return load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir))
+    loaded = load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir))
+    if not label_names:
+        return loaded
+    if isinstance(loaded, datasets.DatasetDict):
+        return datasets.DatasetDict({name: class_labels_to_names(part) for name, part in loaded.items()})
+    return class_labels_to_names(loaded)
+
+
+def class_labels_to_names(dataset):
+    """A `datasets.Dataset` whose top-level ClassLabel columns hold their names (strings)."""
+    from datasets import ClassLabel, Dataset, DatasetInfo, Value
+    from datasets.table import InMemoryTable
+
+    from .schema import decode_class_labels
+
+    labels = {name: feature.names for name, feature in dataset.features.items() if isinstance(feature, ClassLabel)}
+    if not labels:
+        return dataset
+    features = dataset.features.copy()
+    for name in labels:
+        features[name] = Value("string")
+    table = decode_class_labels(dataset.data.table, labels)
+    table = table.replace_schema_metadata(features.arrow_schema.metadata)
+    return Dataset(InMemoryTable(table), info=DatasetInfo(features=features), split=dataset.split)
 
 
 def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None) -> Path:

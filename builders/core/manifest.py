@@ -12,6 +12,7 @@
         multiple: false           # true: the option takes several paths
         required: false
         licence: WVS Association terms of use, no redistribution
+        redistribution: forbidden # open | conditions | own | forbidden | unknown (default)
         obtain: https://www.worldvaluessurvey.org/WVSDocumentationWVL.jsp
         expected_sha256:          # optional: known releases, file name -> sha256
           WVS_Time_Series_1981-2022_spss_v5_0.sav: 0123...
@@ -29,6 +30,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .card import REDISTRIBUTION
 from .errors import SourceError, UsageError
 from .progress import progress
 from .resources import Resources
@@ -45,6 +47,7 @@ class InputSpec:
     multiple: bool = False
     required: bool = False
     licence: str = ""
+    redistribution: str = "unknown"
     obtain: str = ""
     expected_sha256: dict[str, str] = field(default_factory=dict)
     sample: tuple[str, ...] = ()
@@ -85,6 +88,12 @@ class SourceManifest:
             if kind not in ("file", "directory"):
                 raise SourceError(f"input {role!r}: kind must be 'file' or 'directory', not {kind!r}", file=where)
             formats = spec.get("formats")
+            redistribution = str(spec.get("redistribution", "unknown"))
+            if redistribution not in REDISTRIBUTION:
+                raise SourceError(
+                    f"input {role!r}: redistribution must be one of {', '.join(REDISTRIBUTION)}, not {redistribution!r}",
+                    file=where,
+                )
             inputs[role] = InputSpec(
                 role=role,
                 description=str(spec.get("description", role)),
@@ -93,6 +102,7 @@ class SourceManifest:
                 multiple=bool(spec.get("multiple", False)),
                 required=bool(spec.get("required", False)),
                 licence=str(spec.get("licence", "")),
+                redistribution=redistribution,
                 obtain=str(spec.get("obtain", "")),
                 expected_sha256={str(k): str(v).lower() for k, v in (spec.get("expected_sha256") or {}).items()},
                 sample=tuple(spec.get("sample") or ()),
@@ -122,8 +132,12 @@ class InputFile:
     size: int
     checksum: str
     files: tuple[tuple[str, str], ...] = ()
+    licence: str = ""
+    redistribution: str = "unknown"
 
     def to_json(self) -> dict:
+        """What histbench.json records: the file's name (never its directory) and sha256,
+        and its source's terms."""
         record = {
             "role": self.role,
             "name": self.path.name,
@@ -131,6 +145,8 @@ class InputFile:
             "sha256": self.sha256,
             "size": self.size,
             "checksum": self.checksum,
+            "licence": " ".join(self.licence.split()),
+            "redistribution": self.redistribution,
         }
         if self.kind == "directory":
             record["files"] = [{"path": rel, "sha256": digest} for rel, digest in self.files]
@@ -200,7 +216,8 @@ def _resolve_one(spec: InputSpec, raw: str | Path, allow_checksum_mismatch: bool
             )
     else:
         status = "no known release checksum to compare"
-    return InputFile(spec.role, path.resolve(), spec.kind, digest, size, status, files)
+    return InputFile(spec.role, path.resolve(), spec.kind, digest, size, status, files,
+                     licence=spec.licence, redistribution=spec.redistribution)
 
 
 def resolve_inputs(

@@ -10,7 +10,11 @@ Conventions for `schemas/<benchmark>.<config>.schema.json` (checked by
 - free-form mappings are not columns: store them as JSON text (`"type": "string",
   "contentMediaType": "application/json"`);
 - `"x-dtype"` may name an Arrow dtype for a scalar (e.g. "float32", "int32"); the
-  defaults are int64, float64, bool and string.
+  defaults are int64, float64, bool and string;
+- a top-level string column with an `enum` is categorical: it is stored as a
+  `datasets.ClassLabel` whose names are the enum's values in schema order (null stays
+  null), so `load_dataset` users see the label set. histbench's own readers
+  (`load_build_config`, `histbench validate`) turn the ids back into the names.
 """
 
 from __future__ import annotations
@@ -67,11 +71,77 @@ def _check_node(node: Mapping, where: str, path: str, top: bool = False) -> None
         raise SchemaError(f"{path}: unsupported type {kind!r}", file=where)
 
 
+def class_label_names(schema: Mapping) -> dict[str, list[str]]:
+    """Categorical columns of a config: top-level string properties with an `enum`.
+
+    column -> label names in schema order (a null member of the enum is not a label).
+    """
+    labels = {}
+    for name, node in schema["properties"].items():
+        if "enum" in node and [t for t in _types(node) if t != "null"] == ["string"]:
+            labels[name] = [value for value in node["enum"] if value is not None]
+    return labels
+
+
 def schema_to_features(schema: Mapping):
     """The `datasets.Features` a config's records are stored with."""
-    from datasets import Features
+    from datasets import ClassLabel, Features
 
-    return Features({name: _feature(child) for name, child in schema["properties"].items()})
+    labels = class_label_names(schema)
+    return Features({
+        name: ClassLabel(names=labels[name]) if name in labels else _feature(child)
+        for name, child in schema["properties"].items()
+    })
+
+
+def records_to_table(records: list[dict], schema: Mapping, features=None):
+    """Schema-checked records as the Arrow table they are stored as (`schema_to_features`):
+    categorical columns go in as strings and come out as ClassLabel ids."""
+    import pyarrow as pa
+
+    features = features if features is not None else schema_to_features(schema)
+    labels = class_label_names(schema)
+    arrow = features.arrow_schema
+    for name in labels:
+        arrow = arrow.set(arrow.get_field_index(name), pa.field(name, pa.string()))
+    table = encode_class_labels(pa.Table.from_pylist(records, schema=arrow), labels)
+    return table.replace_schema_metadata(features.arrow_schema.metadata)
+
+
+def encode_class_labels(table, labels: Mapping[str, list[str]]):
+    """A pyarrow table whose categorical string columns become int64 ids (null stays null).
+
+    The records were schema-checked first, so every non-null value is one of the names.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, names in labels.items():
+        index = table.schema.get_field_index(name)
+        ids = pc.index_in(table.column(name), value_set=pa.array(names, pa.string())).cast(pa.int64())
+        table = table.set_column(index, pa.field(name, pa.int64()), ids)
+    return table
+
+
+def decode_class_labels(table, labels: Mapping[str, list[str]]):
+    """The inverse of `encode_class_labels`: int ids back to their names (null stays null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, names in labels.items():
+        index = table.schema.get_field_index(name)
+        if index < 0 or not pa.types.is_integer(table.schema.field(index).type):
+            continue
+        ids = table.column(name).combine_chunks()
+        low, high = pc.min_max(ids).values()
+        if low.is_valid and (low.as_py() < 0 or high.as_py() >= len(names)):
+            raise SchemaError(
+                f"column {name!r}: class label ids must lie in 0..{len(names) - 1} ({', '.join(names)}), "
+                f"found {low.as_py()}..{high.as_py()}"
+            )
+        column = pa.array(names, pa.string()).take(ids)
+        table = table.set_column(index, pa.field(name, pa.string()), column)
+    return table
 
 
 def _feature(node: Mapping):

@@ -14,7 +14,7 @@ from .errors import HistbenchError, SchemaError, ValidationError
 from .progress import log
 from .readers import read_json_object
 from .resources import Resources
-from .schema import validate_records
+from .schema import class_label_names, decode_class_labels, validate_records
 from .writer import MANIFEST_NAME, sha256_path
 
 
@@ -61,6 +61,7 @@ def validate_build(path_or_id: str | Path, resources: Resources | None = None, r
         if recorded_schema and recorded_schema != sha256_path(resources.schema_path(benchmark, output["config"])):
             log(f"note: the schema of {output['config']!r} changed since this build; checking against the current one")
         try:
+            table = decode_class_labels(table, class_label_names(schema))
             validate_records(table.to_pylist(), schema, config=output["config"], split=output["split"],
                              total=table.num_rows, allow_non_finite=True)
         except SchemaError as exc:

@@ -18,15 +18,22 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from string import Template
 
 import yaml
 
+from .card import LICENCE_FILE, licence_file, render_card
 from .errors import BuildError, HistbenchError
 from .manifest import InputFile
+from .paths import local_paths, names_this_machine, portable_option
 from .progress import log, progress, quiet_datasets
 from .resources import Resources
-from .schema import check_schema_conventions, schema_to_features, to_native, validate_records
+from .schema import (
+    check_schema_conventions,
+    records_to_table,
+    schema_to_features,
+    to_native,
+    validate_records,
+)
 
 MANIFEST_NAME = "histbench.json"
 SHARD_BYTES = 200 * 1024 * 1024
@@ -104,46 +111,28 @@ def _write_config(dataset, folder: Path, split: str) -> list[Path]:
     return paths
 
 
-def render_card(
-    template: str,
-    *,
-    benchmark: str,
-    version: str,
-    infos: dict,
-    data_files: dict[str, dict[str, str]],
-    row_counts: dict[str, dict[str, int]],
-    summary_markdown: str,
-) -> str:
-    """Dataset card: the template's YAML front matter plus `configs` and `dataset_info`.
+def _refuse_local_paths(manifest: dict, tables: list) -> None:
+    """A build is made to be published: no file or folder of this machine may be named in
+    histbench.json or in a top-level text column (options naming local files are recorded
+    by name and sha256 instead; see `paths.portable_option`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    The body may use $benchmark, $version, $row_table and $summary (the builder's
-    summary_markdown, kept between `<!-- summary -->` markers so the demo can show it).
-    """
-    from datasets.info import DatasetInfosDict
-    from huggingface_hub import DatasetCardData
-
-    if not template.startswith("---\n"):
-        raise BuildError("card template must start with YAML front matter ('---')", file=f"cards/{benchmark}.md")
-    try:
-        _, front, body = template.split("---\n", 2)
-    except ValueError as exc:
-        raise BuildError("card template front matter is not closed by '---'", file=f"cards/{benchmark}.md") from exc
-    meta = yaml.safe_load(front) or {}
-    meta["configs"] = [
-        {"config_name": config, "data_files": [{"split": split, "path": pattern} for split, pattern in splits.items()]}
-        for config, splits in data_files.items()
-    ]
-    card_data = DatasetCardData(**meta)
-    DatasetInfosDict(infos).to_dataset_card_data(card_data)
-    rows = ["| config | split | rows |", "| --- | --- | ---: |"]
-    for config, splits in row_counts.items():
-        for split, count in splits.items():
-            rows.append(f"| {config} | {split} | {count:,} |")
-    body = Template(body).safe_substitute(
-        benchmark=benchmark, version=version, row_table="\n".join(rows),
-        summary=f"<!-- summary -->\n{summary_markdown.strip()}\n<!-- /summary -->",
-    )
-    return f"---\n{card_data.to_yaml()}\n---\n{body}"
+    found = [f"{MANIFEST_NAME} {where}: {value}" for where, value in local_paths(manifest)]
+    for label, table in tables:
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if not pa.types.is_string(column.type):
+                continue
+            flagged = pc.or_(pc.starts_with(column, "/"), pc.starts_with(column, "~"))
+            for value in pc.unique(column.filter(pc.fill_null(flagged, False))).to_pylist():
+                if names_this_machine(value):
+                    found.append(f"config {label}, column {name!r}: {value}")
+    if found:
+        raise BuildError(
+            "the build would record local paths of this machine (name files by name and sha256, "
+            "models by a portable name); nothing was written",
+            details=found[:20],
+        )
 
 
 def _remove_stale_temporaries(out_dir: Path) -> None:
@@ -162,9 +151,11 @@ def write_build(
     resources: Resources | None = None,
     started: str | None = None,
     extra_manifest: dict | None = None,
+    default_config: str | None = None,
 ) -> Path:
-    """Check every record, write the dataset folder atomically and return its path."""
-    import pyarrow as pa
+    """Check every record, write the dataset folder atomically and return its path.
+
+    default_config: the config the card marks `default` (else the first one written)."""
     from datasets import Dataset, DatasetInfo, SplitDict, SplitInfo
     from datasets.table import InMemoryTable
 
@@ -207,14 +198,15 @@ def write_build(
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        outputs, infos, data_files, row_counts = [], {}, {}, {}
+        outputs, infos, data_files, row_counts, tables = [], {}, {}, {}, []
         for config, splits in progress(list(configs.items()), desc="writing configs", unit="config"):
             split_infos, size = [], 0
             data_files[config], row_counts[config] = {}, {}
             for split, records in splits.items():
                 # Arrow straight from the schema-checked records: the same bytes as
                 # Dataset.from_list, several times faster
-                table = pa.Table.from_pylist(records, schema=features[config].arrow_schema)
+                table = records_to_table(records, schemas[config], features[config])
+                tables.append((f"{config}/{split}", table))
                 dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
                 paths = _write_config(dataset, tmp / "data" / config, split)
                 data_files[config][split] = f"data/{config}/{split}-*.parquet"
@@ -235,11 +227,16 @@ def write_build(
                 download_size=download, dataset_size=size,
             )
 
+        input_records = [f.to_json() for files in inputs.values() for f in files]
         card = render_card(
             resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
             data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
+            inputs=input_records, default_config=default_config, citation=resources.citation(benchmark),
         )
         (tmp / "README.md").write_text(card, encoding="utf-8")
+        if "license_link: LICENSE.md" in card:
+            pretty = yaml.safe_load(card.split("---\n", 2)[1]).get("pretty_name", benchmark)
+            (tmp / LICENCE_FILE).write_text(licence_file(pretty, benchmark, version, input_records), encoding="utf-8")
 
         data_sha = hashlib.sha256("".join(o["sha256"] for o in outputs).encode()).hexdigest()
         manifest = {
@@ -247,8 +244,8 @@ def write_build(
             "version": version,
             "histbench_version": histbench_version(),
             "histbench_commit": histbench_commit(),
-            "options": to_native(options),
-            "inputs": [f.to_json() for files in inputs.values() for f in files],
+            "options": portable_option(to_native(options)),
+            "inputs": input_records,
             "outputs": outputs,
             "data_sha256": data_sha,
             "rows": row_counts,
@@ -265,7 +262,8 @@ def write_build(
             "build_finished_utc": utc_now(),
         }
         if extra_manifest:
-            manifest.update(to_native(extra_manifest))
+            manifest.update(portable_option(to_native(extra_manifest)))
+        _refuse_local_paths(manifest, tables)
         (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
         if out_dir.exists():

@@ -86,6 +86,7 @@ class ItalianBuilder(BenchmarkBuilder):
     name = "italian"
     version = "1.0.0"
     title = "Historical Italian benchmark (WSD, NER on letters, dating, authorship, syntax, Dante's sources)"
+    default_config = "wsd"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         g = parser.add_argument_group("models used while building")

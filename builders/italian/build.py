@@ -210,6 +210,7 @@ class _Run:
         rows = []
         sources: Counter = Counter()
         fallback_rows = 0
+        similarity_model = self.embedder.identity()["model"]  # portable: no local directories
         for entry in chosen:
             if len(entry.distractors) < W.N_CANDIDATES - 1:
                 stats["entries without five usable distractors (left out)"] += 1
@@ -217,7 +218,7 @@ class _Run:
             kinds = [W.source_kind(s) for _, s in entry.distractors]
             sources.update(kinds)
             fallback_rows += any(k.startswith("offline fallback") for k in kinds)
-            rows.append(W.to_record(entry, len(rows), rng, self.o["embedding_model"]))
+            rows.append(W.to_record(entry, len(rows), rng, similarity_model))
         funnel = W.funnel(stats, distinct_spans, len(kept), len(passing), len(rows))
         methods = {
             "screening": "chat: " + chat.spec if chat else W.OFFLINE_SCREENING,

@@ -15,11 +15,13 @@ A model is loaded once per process and reused (`Embedder.get`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
 from histbench.builders.core.errors import BuildError
+from histbench.builders.core.paths import folder_fingerprint, portable_name
 
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
 TFIDF = "tfidf"
@@ -77,7 +79,14 @@ class Embedder:
         return dense / norms
 
     def identity(self) -> dict:
-        return {"model": self.spec, "kind": "tfidf" if self.spec == TFIDF else "sentence-transformers"}
+        """The model as a build may record it: a Hub id as given, a local folder by its
+        portable name and fingerprint (never the user's directories)."""
+        if self.spec == TFIDF:
+            return {"model": TFIDF, "kind": "tfidf"}
+        identity = {"model": portable_name(self.spec), "kind": "sentence-transformers"}
+        if Path(self.spec).expanduser().is_dir():
+            identity["fingerprint"] = folder_fingerprint(Path(self.spec).expanduser())
+        return identity
 
 
 def similarities(matrix, vector) -> np.ndarray:

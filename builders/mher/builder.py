@@ -311,6 +311,7 @@ class MherBuilder(BenchmarkBuilder):
     name = "mher"
     version = "1.0.0"
     title = "MHER: historical entity reconciliation in the Mongol world"
+    default_config = "name_only"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("MHER construction (paper section 4)")

@@ -29,6 +29,7 @@ class ValenceBuilder(BenchmarkBuilder):
     name = "valence"
     version = "1.0.0"
     title = "Temporal valence of masked language models"
+    default_config = "sentences"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(

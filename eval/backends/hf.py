@@ -13,12 +13,12 @@ this module is imported; the model itself loads on first use.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.paths import folder_fingerprint
 
 from .base import (
     FILL_MASK,
@@ -57,26 +57,6 @@ def _resolve_dtype(option: str, device: str):
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
     return getattr(torch, option)
-
-
-def _fingerprint(folder: Path) -> str:
-    """A cheap identity of a local model folder: config, and every weight file's name, size
-    and the sha256 of its first and last MiB."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.iterdir()):
-        if not path.is_file():
-            continue
-        if path.suffix in (".json", ".model", ".txt", ".jinja") and path.stat().st_size < 20_000_000:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
-            size = path.stat().st_size
-            digest.update(f"{path.name}\0{size}\0".encode())
-            with path.open("rb") as handle:
-                digest.update(handle.read(1 << 20))
-                if size > 2 << 20:
-                    handle.seek(-(1 << 20), 2)
-                    digest.update(handle.read())
-    return "sha256:" + digest.hexdigest()[:16]
 
 
 class HFBackend(Backend):
@@ -176,7 +156,7 @@ class HFBackend(Backend):
     def revision(self) -> str | None:
         if self._revision is None:
             if self.is_local:
-                self._revision = _fingerprint(Path(self.location))
+                self._revision = folder_fingerprint(Path(self.location))
             else:
                 self._revision = self._hub_commit() or self._hub_revision_arg
         return self._revision

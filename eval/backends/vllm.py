@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.paths import folder_fingerprint
 
 from .base import (
     GENERATE,
@@ -33,7 +34,7 @@ from .base import (
     LoglikelihoodRequest,
     LoglikelihoodResult,
 )
-from .hf import CHAT_TEMPLATE_MODES, _fingerprint
+from .hf import CHAT_TEMPLATE_MODES
 
 INSTALL_HINT = "pip install 'histbench[vllm]' (needs a CUDA GPU)"
 
@@ -82,7 +83,7 @@ class VLLMBackend(Backend):
     def revision(self) -> str | None:
         if self._revision is None:
             path = Path(self.location)
-            self._revision = _fingerprint(path) if path.is_dir() else self.hub_revision
+            self._revision = folder_fingerprint(path) if path.is_dir() else self.hub_revision
         return self._revision
 
     @property

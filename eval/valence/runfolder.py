@@ -29,7 +29,13 @@ from histbench.builders.core.atomic import atomic_path, write_text_atomic
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.readers import read_json_object
 from histbench.builders.core.resources import Resources
-from histbench.builders.core.schema import schema_to_features, to_native, validate_records
+from histbench.builders.core.schema import (
+    class_label_names,
+    decode_class_labels,
+    records_to_table,
+    to_native,
+    validate_records,
+)
 
 RUN_MANIFEST = "valence-run.json"
 FORMAT = 1
@@ -40,26 +46,26 @@ def slugify(label: str) -> str:
 
 
 def write_table(path: Path, records: list[dict], config: str, resources: Resources | None = None) -> None:
-    """Check records against schemas/valence.<config>.schema.json and write them as parquet."""
-    import pyarrow as pa
+    """Check records against schemas/valence.<config>.schema.json and write them as parquet
+    (stored as a dataset config is: categorical columns as ClassLabel ids)."""
     import pyarrow.parquet as pq
 
     resources = resources or Resources.default()
     schema = resources.schema("valence", config)
     records = [to_native(r) for r in records]
     validate_records(records, schema, config=config)
-    features = schema_to_features(schema)
-    table = pa.Table.from_pylist(records, schema=features.arrow_schema)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(records_to_table(records, schema), tmp)
 
 
-def read_table(path: Path) -> list[dict]:
+def read_table(path: Path, config: str, resources: Resources | None = None) -> list[dict]:
+    """The records `write_table` wrote (categorical columns back as their names)."""
     import pyarrow.parquet as pq
 
     if not Path(path).is_file():
         return []
-    return pq.read_table(path).to_pylist()
+    schema = (resources or Resources.default()).schema("valence", config)
+    return decode_class_labels(pq.read_table(path), class_label_names(schema)).to_pylist()
 
 
 class RunFolder:
@@ -171,16 +177,16 @@ class RunFolder:
         return self.path / "annotations.parquet"
 
     def sentences(self) -> list[dict]:
-        rows = read_table(self.sentences_path)
+        rows = read_table(self.sentences_path, "sentences")
         if not rows:
             raise EvalError("the run folder holds no sentences.parquet (was the eval interrupted?)", file=self.path)
         return rows
 
     def predictions(self) -> list[dict]:
-        return read_table(self.predictions_path)
+        return read_table(self.predictions_path, "predictions")
 
     def annotations(self) -> list[dict]:
-        return read_table(self.annotations_path)
+        return read_table(self.annotations_path, "annotations")
 
     def write_sentences(self, rows: list[dict]) -> None:
         write_table(self.sentences_path, rows, "sentences")

@@ -185,16 +185,13 @@ def build(tmp_path: Path):
 
 
 def load_build(folder: Path) -> dict:
-    import pyarrow.parquet as pq
+    """Every config's test rows as histbench's evaluators read them (categorical columns as names)."""
+    from histbench.builders.core.dataset import load_build_config
 
     manifest = json.loads((folder / "histbench.json").read_text())
     data = {"folder": folder, "manifest": manifest, "summary": manifest["summary"]}
     for config in manifest["rows"]:
-        paths = sorted((folder / "data" / config).glob("test-*.parquet"))
-        rows = []
-        for path in paths:
-            rows += pq.read_table(path).to_pylist()
-        data[config] = rows
+        data[config] = load_build_config(folder, config, "test", manifest["data_sha256"]).to_list()
     return data
 
 

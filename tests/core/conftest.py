@@ -41,8 +41,10 @@ PAIRS_SCHEMA = {
         "left": {"type": "string"},
         "right": {"type": "string"},
         "same": {"type": "boolean"},
+        # categorical: stored as a ClassLabel (null stays null)
+        "relation": {"type": ["string", "null"], "enum": ["same_start", "different_start", None]},
     },
-    "required": ["pair_id", "left", "right", "same"],
+    "required": ["pair_id", "left", "right", "same", "relation"],
     "additionalProperties": False,
 }
 
@@ -50,6 +52,7 @@ CARD = """---
 pretty_name: Toy benchmark
 license: cc-by-4.0
 language: [en]
+task_categories: [text-classification]
 tags: [history]
 ---
 # Toy $version
@@ -57,6 +60,32 @@ tags: [history]
 $row_table
 
 $summary
+
+## Uses
+
+Testing histbench's core.
+
+## Bias, risks and limitations
+
+Twelve invented lines.
+
+## Source data
+
+`lines.txt`.
+
+## Annotations
+
+None.
+
+## Citation
+
+$citation
+"""
+
+CITATION = """@misc{toy2026,
+  title = {A toy benchmark},
+  year  = {2026}
+}
 """
 
 
@@ -72,7 +101,8 @@ def make_records(lines: list[str]) -> BuildOutput:
         for n, line in enumerate(lines)
     ]
     pairs = [
-        {"pair_id": n, "left": a, "right": b, "same": a[0] == b[0]}
+        {"pair_id": n, "left": a, "right": b, "same": a[0] == b[0],
+         "relation": None if n % 4 == 3 else "same_start" if n % 2 else "different_start"}
         for n, (a, b) in enumerate(zip(lines, lines[1:], strict=False))
     ]
     half_i, half_p = len(items) // 2, len(pairs) // 2
@@ -107,6 +137,7 @@ def toy_resources(tmp_path: Path) -> Resources:
     (root / "schemas" / "toy.items.schema.json").write_text(json.dumps(ITEMS_SCHEMA, indent=2))
     (root / "schemas" / "toy.pairs.schema.json").write_text(json.dumps(PAIRS_SCHEMA, indent=2))
     (root / "cards" / "toy.md").write_text(CARD)
+    (root / "sources" / "toy" / "citation.bib").write_text(CITATION)
     sample = root / "sources" / "toy" / "sample" / "lines.txt"
     sample.write_text("\n".join(f"alpha beta {n} gamma" if n % 2 else f"delta {n}" for n in range(12)) + "\n")
     manifest = {

@@ -18,15 +18,24 @@ def _build(toy_builder, toy_sample, toy_resources, out_root, **kwargs):
 
 
 def test_round_trip_two_configs_two_splits(toy_builder, toy_sample, toy_resources, tmp_path, make_toy_records):
+    from histbench.builders.core.dataset import load_build_config
+
     folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
     assert folder.name == "toy-1.0.0"
     lines = [line for line in toy_sample.read_text().splitlines() if line.strip()]
     expected = make_toy_records(lines).configs
     for config in ("items", "pairs"):
-        loaded = load_dataset(str(folder), config)
+        loaded = load_build_config(folder, config)
         assert sorted(loaded) == ["dev", "test"]
         for split in ("dev", "test"):
             assert loaded[split].to_list() == expected[config][split]
+    # what a load_dataset user sees: the enum column is a ClassLabel, ids in schema order
+    raw = load_dataset(str(folder), "pairs")
+    assert raw["dev"].features["relation"].names == ["same_start", "different_start"]
+    names = [None if i is None else raw["dev"].features["relation"].int2str(i)
+             for split in ("dev", "test") for i in raw[split]["relation"]]
+    assert names == [r["relation"] for split in ("dev", "test") for r in expected["pairs"][split]]
+    assert None in names and set(names) - {None} == {"same_start", "different_start"}
     # Typed columns come from the schema: an all-null column still has its declared type.
     items = load_dataset(str(folder), "items", split="dev")
     assert str(items.features["score"].dtype) == "float64"
@@ -55,6 +64,18 @@ def test_card_and_manifest(toy_builder, toy_sample, toy_resources, tmp_path):
         "data/items/dev-00000-of-00001.parquet", "data/items/test-00000-of-00001.parquet",
         "data/pairs/dev-00000-of-00001.parquet", "data/pairs/test-00000-of-00001.parquet",
     }
+
+
+def test_class_label_ids_out_of_range_are_an_error():
+    import pyarrow as pa
+
+    from histbench.builders.core.schema import decode_class_labels
+
+    table = pa.table({"relation": pa.array([0, 2], pa.int64())})
+    with pytest.raises(SchemaError, match=r"'relation': class label ids must lie in 0\.\.1"):
+        decode_class_labels(table, {"relation": ["same_start", "different_start"]})
+    assert decode_class_labels(pa.table({"relation": pa.array([1, None], pa.int64())}),
+                               {"relation": ["a", "b"]}).column("relation").to_pylist() == ["b", None]
 
 
 def test_rebuild_is_byte_identical(toy_builder, toy_sample, toy_resources, tmp_path):
@@ -127,7 +148,7 @@ def test_schema_failure_caps_listing_at_20(toy_resources):
     from histbench.builders.core.schema import validate_records
 
     schema = toy_resources.schema("toy", "pairs")
-    records = [{"pair_id": "x", "left": "a", "right": "b", "same": True} for _ in range(25)]
+    records = [{"pair_id": "x", "left": "a", "right": "b", "same": True, "relation": None} for _ in range(25)]
     with pytest.raises(SchemaError) as caught:
         validate_records(records, schema, config="pairs", split="test")
     assert "25 of 25 records in config 'pairs/test'" in str(caught.value)

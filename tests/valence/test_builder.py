@@ -157,10 +157,12 @@ def test_annotations_config_from_the_build(tmp_path, sentences_csv, build_valenc
 
     sheet = annotation_sheet([("s1", "thou", "-1"), ("s1", "Thou", "-1"), ("s3", "!", "skip")])
     folder = build_valence(sentences_csv, annotations=[sheet])
-    rows = load_dataset(str(folder), "annotations", split="test").to_list()
+    loaded = load_dataset(str(folder), "annotations", split="test")
+    rows = loaded.to_list()
     assert [(r["sentence_id"], r["token"], r["sigma"], r["skipped"]) for r in rows] == [
         ("s1", "thou", -1.0, False), ("s3", "!", None, True)]   # 'Thou' is an exact duplicate once case-folded
-    assert rows[0]["method"] == "manual" and rows[0]["annotator"] == "ann1"
+    # `method` is categorical: a ClassLabel for load_dataset users
+    assert loaded.features["method"].int2str(rows[0]["method"]) == "manual" and rows[0]["annotator"] == "ann1"
     bad = annotation_sheet([("s1", "thou", "-1"), ("s9", "you", "0")], name="bad.csv")
     with pytest.raises(SourceError, match="bad.csv, row 3: field 'sentence_id': unknown sentence 's9'"):
         build_valence(sentences_csv, annotations=[bad])
