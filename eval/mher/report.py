@@ -76,7 +76,7 @@ def table2(rows: list[dict], split: str = "test") -> str:
         threshold = row.get("threshold")
         if threshold:
             rule = threshold["rule"]
-        elif row["system"] in ("exact", "nfkc_casefold"):
+        elif row["system"] in ("exact", "exact_normalised"):
             rule = "same iff equal (fixed)"
         else:
             rule = "logistic, p(same) >= 0.5"
