@@ -24,7 +24,8 @@ Context methods (Context-only condition; the two contexts only):
   ctx_logistic             the six features above (char, word, Jaccard, sequence, length
                            difference, mean log length) standardised, logistic regression;
                            5-fold out-of-fold accuracy on DEV, then refit on all of DEV
-Embedding methods (sentence-transformers; model configurable, a local path works offline):
+Embedding methods (a local sentence-transformers model or an OpenAI-compatible
+/embeddings endpoint, see embeddings.py):
   embedding_name, embedding_context   cosine of normalised embeddings, DEV thresholds
                            (separate for names and contexts)
 
@@ -206,7 +207,8 @@ class MeanLengthScorer(Scorer):
 
 
 class EmbeddingCache:
-    """A sentence-transformers model with a text -> vector cache (each text encoded once)."""
+    """An embedding model (sentence-transformers' `encode`) with a text -> vector cache, so
+    each text is encoded (or sent to an API) once."""
 
     def __init__(self, model):
         self.model = model
@@ -243,18 +245,6 @@ class EmbeddingScorer(Scorer):
             return np.zeros(0)
         a, b = self.cache.encode(left), self.cache.encode(right)
         return np.einsum("ij,ij->i", a, b).astype(float)
-
-
-def load_embedding_model(spec: str):
-    """A sentence-transformers model from a local path or a Hub id (offline: a path)."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise EvalError("the embedding baseline needs sentence-transformers (pip install 'histbench[eval]')") from exc
-    try:
-        return SentenceTransformer(spec, device="cpu")
-    except Exception as exc:  # noqa: BLE001 - the library raises many kinds; name the model
-        raise EvalError(f"cannot load the sentence-transformers model {spec!r}: {exc}", field="--embedding-model") from exc
 
 
 @dataclass

@@ -48,7 +48,7 @@ def test_paired_tables_with_known_outcomes(sample_bench):
     t = oracle["transitions"]["name_only"]
     assert (t["W->C"], t["C->W"]) == (n, 0)
     assert t["mcnemar_p"] == pytest.approx(2 * 0.5 ** n)
-    assert t["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, 2 * t["mcnemar_p"])) and t["models_compared"] == 2
+    assert t["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, 2 * t["mcnemar_p"])) and t["bonferroni_tests"] == 2
     diff = oracle["bootstrap_difference"]["source_grounded-name_only"]
     assert diff["estimate"] == 1.0 and diff["low"] == diff["high"] == 1.0
     rob = oracle["entity_robustness"]
@@ -91,3 +91,64 @@ def test_name_induced_and_persistent_errors(sample_bench):
     assert errors["false_same_merge"] == {"total": 5, "name_induced": 3, "persistent": 2}
     assert errors["missed_same"]["total"] == 0 and errors["errors"] == 5
     assert result["models"]["m"]["unresolved"]["over_resolution"] == 1.0
+
+
+def _mixed(sample_bench):
+    """Two generative models and a reference system: the models flip a few items between
+    Name-only and Source-grounded, the reference system is right everywhere."""
+    grounded = [r["pair_id"] for r in sample_bench.items("source_grounded", "test")]
+
+    def model(wrong_name_only: int, wrong_source: int):
+        bad_name, bad_source = set(grounded[:wrong_name_only]), set(grounded[-wrong_source:] if wrong_source else [])
+
+        def rule(condition, record):
+            if condition == "unresolved":
+                return "ambiguous"
+            pid = record["pair_id"]
+            if (condition == "name_only" and pid in bad_name) or (condition == "source_grounded" and pid in bad_source):
+                return _flip(record["label"])
+            return record["label"]
+        return rule
+
+    return [System("model-1", "model-1", _predict(sample_bench, "model-1", model(14, 0))),
+            System("model-2", "model-2", _predict(sample_bench, "model-2", model(20, 2))),
+            System("reference", "reference", _predict(sample_bench, "reference", model(0, 0)), kind="reference")]
+
+
+def test_bonferroni_family_is_the_generative_models(sample_bench):
+    """Sections 5.6 and 6.3: the Bonferroni adjustment runs across the generative models'
+    primary comparisons. With two models and one reference system in the report, p is
+    multiplied by 2, not 3 (the old rule gave 3p); the reference system gets no adjusted p."""
+    systems = _mixed(sample_bench)
+    result = analyse_models(sample_bench, systems, resamples=500, thinning=20)
+    models = result["models"]
+    assert result["bonferroni"] == {"members": ["model-1", "model-2"], "size": None, "named": False}
+    for label in ("model-1", "model-2"):
+        t = models[label]["transitions"]["name_only"]
+        assert t["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, 2 * t["mcnemar_p"]))
+        assert t["bonferroni_tests"] == 2
+    assert models["model-1"]["transitions"]["name_only"]["mcnemar_p"] == pytest.approx(2 * 0.5 ** 14)
+    assert models["reference"]["transitions"]["name_only"]["mcnemar_p_bonferroni"] is None
+    text = table4(models)
+    assert "| reference |" in text and text.splitlines()[-1].endswith("| 1.0000 |  |")
+    # the prominence correction uses the same family
+    assert models["reference"]["prominence"]["p_bonferroni"] is None
+
+
+def test_bonferroni_family_named_or_fixed_in_advance(sample_bench):
+    """A user may name the family, or fix its size: re-running only Qwen3-8B, the paper's
+    five-model family gives .0201 x 5 = .100 (section 6.3)."""
+    systems = _mixed(sample_bench)
+    named = analyse_models(sample_bench, systems, resamples=200, thinning=10,
+                           family=["model-1", "model-2", "reference"])
+    t = named["models"]["model-1"]["transitions"]["name_only"]
+    assert t["mcnemar_p_bonferroni"] == pytest.approx(3 * t["mcnemar_p"]) and t["bonferroni_tests"] == 3
+    fixed = analyse_models(sample_bench, systems[:1], resamples=200, thinning=10, family_size=5)
+    t = fixed["models"]["model-1"]["transitions"]["name_only"]
+    assert t["mcnemar_p_bonferroni"] == pytest.approx(5 * t["mcnemar_p"]) and t["bonferroni_tests"] == 5
+    from histbench.builders.core.errors import EvalError
+
+    with pytest.raises(EvalError, match="--bonferroni-family names 'gpt'"):
+        analyse_models(sample_bench, systems, resamples=10, thinning=2, family=["gpt"])
+    with pytest.raises(EvalError, match="smaller than the family"):
+        analyse_models(sample_bench, systems, resamples=10, thinning=2, family_size=1)
