@@ -53,7 +53,7 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def canonical_category(value: str | None, categories: dict, where: str) -> str | None:
+def canonical_category(value: str | None, categories: dict, file=None, row=None) -> str | None:
     """The Table 7 label a coded cell means; None for an empty cell; an error otherwise."""
     if value is None or not value.strip():
         return None
@@ -64,7 +64,7 @@ def canonical_category(value: str | None, categories: dict, where: str) -> str |
         return categories["other"]
     allowed = "; ".join(f"{c['label']!r} (or {c['key']!r})" for c in categories["categories"])
     raise EvalError(f"{value!r} is not a Table 7 category: use {allowed}, or 'other: <description>'",
-                    file=where, field="category")
+                    file=file, row=row, field="category")
 
 
 def _rows(path: Path) -> list[tuple[int, dict]]:
@@ -95,8 +95,7 @@ def read_codes(path: Path, categories: dict) -> dict[tuple[str, str], str]:
     codes: dict[tuple[str, str], str] = {}
     rows_of: dict[tuple[str, str], int] = {}
     for line, row in _rows(path):
-        where = f"{path}, row {line}"
-        label = canonical_category(row.get("category"), categories, where)
+        label = canonical_category(row.get("category"), categories, path, line)
         if label is None:
             continue
         key = ((row.get("model") or "").strip(), (row.get("pair_id") or "").strip())

@@ -152,3 +152,68 @@ def test_bonferroni_family_named_or_fixed_in_advance(sample_bench):
         analyse_models(sample_bench, systems, resamples=10, thinning=2, family=["gpt"])
     with pytest.raises(EvalError, match="smaller than the family"):
         analyse_models(sample_bench, systems, resamples=10, thinning=2, family_size=1)
+
+
+def test_cross_model_aggregate_counts(sample_bench):
+    """Section 8.1: identical-surface decisions summed over the models (the paper: 0/25 under
+    Name-only, 24/25 under Source-grounded with the remaining one an abstention); 7.3: the
+    unresolved set's abstentions (50/50). Five systems, wrong under names alone on every
+    identical-surface item; under Source-grounded evidence one of them abstains."""
+    from histbench.eval.mher.report import aggregate_table
+
+    def rule_for(index):
+        def rule(condition, record):
+            if condition == "unresolved":
+                return "ambiguous"
+            identical = record["challenge"]["identical_surface"]
+            if identical and condition == "name_only":
+                return "same"
+            if identical and condition == "source_grounded" and index == 2:
+                return "ambiguous"
+            return record["label"]
+        return rule
+
+    systems = [System(f"m{i}", f"m{i}", _predict(sample_bench, f"m{i}", rule_for(i))) for i in range(5)]
+    result = analyse_models(sample_bench, systems, resamples=200, thinning=5)
+    n = sum(r["challenge"]["identical_surface"] for r in sample_bench.items("source_grounded", "test"))
+    assert n >= 1
+    slices = result["aggregate"]["slices"]["identical_surface"]
+    assert slices["name_only"] == {"n": 5 * n, "correct": 0, "abstained": 0, "false_same": 5 * n, "missed_same": 0}
+    assert slices["source_grounded"] == {"n": 5 * n, "correct": 5 * n - n, "abstained": n, "false_same": 0,
+                                         "missed_same": 0}
+    # identical surfaces are near-surface too (section 8.1, see construct.challenge_labels)
+    assert result["aggregate"]["slices"]["near_surface"]["name_only"]["n"] >= 5 * n
+    n_unresolved = len(sample_bench.items("unresolved", "test"))
+    assert result["aggregate"]["unresolved"] == {"n": 5 * n_unresolved, "ambiguous": 5 * n_unresolved}
+    text = aggregate_table(result["aggregate"])
+    assert f"| identical-surface | 0/{5 * n} ({5 * n} false same) |" in text
+    assert f"{5 * n - n}/{5 * n} ({n} ambiguous) |" in text
+    assert f"answered `ambiguous`: {5 * n_unresolved}/{5 * n_unresolved}" in text
+
+
+def test_report_cli_options_reach_the_numbers(sample_build, tmp_path, capsys):
+    """--cluster-bootstrap and --bonferroni-family / --bonferroni-tests are recorded with the
+    numbers they change."""
+    import json
+
+    from histbench.builders.cli import main
+
+    run = tmp_path / "lexical"
+    assert main(["eval", "mher", "--reference", "lexical", "--dataset", str(sample_build), "--out", str(run)]) == 0
+    report = tmp_path / "report"
+    assert main(["report", "mher", str(run), "--out", str(report), "--resamples", "300", "--thinning", "10",
+                 "--cluster-bootstrap", "draw-weighted", "--bonferroni-family", "reference: lexical logistic",
+                 "--bonferroni-tests", "5"]) == 0
+    analysis = json.loads((report / "report.json").read_text(encoding="utf-8"))["Data"]["analysis"]
+    assert analysis["cluster_estimator"] == "draw-weighted"
+    assert analysis["bonferroni"] == {"members": ["reference: lexical logistic"], "size": 5, "named": True}
+    model = analysis["models"]["reference: lexical logistic"]
+    assert model["entity_robustness"]["cluster_bootstrap"]["estimator"] == "draw-weighted"
+    t = model["transitions"]["name_only"]
+    assert t["mcnemar_p_bonferroni"] == pytest.approx(min(1.0, 5 * t["mcnemar_p"]))
+    text = (report / "index.md").read_text(encoding="utf-8")
+    assert "McNemar p × 5 over the systems named with `--bonferroni-family` (reference: lexical logistic, a family " \
+           "fixed at 5 tests)" in text
+    assert main(["report", "mher", str(run), "--out", str(tmp_path / "r2"), "--resamples", "50",
+                 "--bonferroni-family", "gpt-x"]) == 2
+    assert "--bonferroni-family names 'gpt-x'" in capsys.readouterr().err
