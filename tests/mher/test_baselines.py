@@ -131,7 +131,6 @@ def test_embedding_baseline_with_the_offline_minilm(sample_bench, tmp_path):
 @pytest.mark.slow
 def test_embedding_model_error_names_the_model():
     from histbench.builders.core.errors import EvalError
-
     from histbench.eval.mher.embeddings import load_embedding_model
 
     with pytest.raises(EvalError, match="cannot load the sentence-transformers model"):
