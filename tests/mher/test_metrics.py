@@ -202,3 +202,15 @@ def test_unresolved_summary():
     u = M.unresolved_summary(np.full(10, M.AMBIGUOUS), probs)
     assert u == {"n": 10, "ambiguous": 10, "abstention_share": 1.0, "over_resolution": 0.0,
                  "mean_p_ambiguous": pytest.approx(0.8)}
+
+
+def test_block_drawn_counts_are_the_tallies_of_the_index_resamples():
+    """The paired and cluster bootstraps draw their resamples block by block; the blocks
+    are the same resamples as one draw of bootstrap_indices (and bootstrap_counts)."""
+    index = stats.bootstrap_indices(13, 2_500, seed=9)
+    tallies = np.stack([np.bincount(row, minlength=13) for row in index])
+    blocks = np.concatenate(list(stats.iter_bootstrap_counts(13, 2_500, seed=9, chunk=700)))
+    assert (blocks == tallies).all() and (stats.bootstrap_counts(13, 2_500, seed=9) == tallies).all()
+    correct = (np.random.default_rng(2).random((13, 3)) < 0.6).astype(float)
+    whole = M.paired_bootstrap(correct, [(2, 0)], counts=stats.bootstrap_counts(13, 2_500, seed=9))
+    assert M.paired_bootstrap(correct, [(2, 0)], n_resamples=2_500, seed=9) == whole
