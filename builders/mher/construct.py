@@ -103,7 +103,7 @@ def primary_persons(registry: Registry) -> list[str]:
 
 
 def hard_negative_components(registry: Registry, persons: list[str]) -> list[list[str]]:
-    """Connected components of persons linked by a shared NFKC+casefold surface."""
+    """Connected components of persons linked by a shared surface key (identical surfaces)."""
     parent = {p: p for p in persons}
 
     def find(p: str) -> str:
