@@ -59,7 +59,7 @@ def build_mher(registry: Registry, cues: CueList, options: C.BuildOptions,
         raise BuildError(f"the registry has {len(persons)} confirmed person(s) with mentions; MHER needs at least 4 "
                          "(two per split) to form same and different pairs", file=registry.folder)
     components = C.hard_negative_components(registry, persons)
-    split_of = C.split_entities(components, options.seed, options.dev_fraction)
+    split_of, placed_in_test = C.split_with_unresolved(registry, components, persons, options)
 
     name_pairs: dict[str, list[C.Pair]] = {}
     name_counts: dict[str, dict] = {}
@@ -76,7 +76,10 @@ def build_mher(registry: Registry, cues: CueList, options: C.BuildOptions,
     grounded: dict[str, list[C.Pair]] = {}
     grounded_counts: dict[str, dict] = {}
     for split in C.SPLITS:
-        selection = C.select_source_grounded(registry, name_pairs[split], contexts, split, options.seed)
+        selection = C.select_source_grounded(registry, name_pairs[split], contexts, split, options)
+        if not selection.pairs:
+            n_same = sum(1 for p in name_pairs[split] if p.label == "same")
+            raise C.empty_grounded_error(split, selection, n_same, context_result, registry)
         grounded[split], grounded_counts[split] = selection.pairs, selection.counts
 
     used_mentions = [m for pairs in name_pairs.values() for p in pairs for m in (p.a.mention_id, p.b.mention_id)]
@@ -153,9 +156,12 @@ def build_mher(registry: Registry, cues: CueList, options: C.BuildOptions,
                          "context": grounded_context.get((split, keys[mid]))})
         configs["entities"][split] = rows
 
-    audit = run_audit({c: configs[c] for c in CONFIGS}, registry, cues, ceilings, audit_min_items)
+    key_person = {key: registry.mentions[mid].person_id for mid, key in keys.items()}
+    C.check_entity_disjointness(configs, key_person, registry.folder)
+    audit = run_audit({c: configs[c] for c in CONFIGS}, registry, cues, ceilings, audit_min_items,
+                      {key: mid for mid, key in keys.items()})
     summary = _summary(registry, persons, components, split_of, name_pairs, name_counts, grounded, grounded_counts,
-                       context_result, configs, masked_total, audit, options)
+                       context_result, configs, masked_total, audit, options, placed_in_test)
     markdown = _summary_markdown(summary, audit)
     if not audit["passed"]:
         raise BuildError("the leakage audit failed; nothing was written", file=registry.folder,
@@ -164,7 +170,7 @@ def build_mher(registry: Registry, cues: CueList, options: C.BuildOptions,
 
 
 def _summary(registry, persons, components, split_of, name_pairs, name_counts, grounded, grounded_counts,
-             context_result, configs, masked_total, audit, options) -> dict:
+             context_result, configs, masked_total, audit, options, placed_in_test) -> dict:
     def label_counts(pairs):
         c = Counter(p.label for p in pairs)
         return {"total": len(pairs), "same": c["same"], "different": c["different"]}
@@ -201,10 +207,14 @@ def _summary(registry, persons, components, split_of, name_pairs, name_counts, g
             "seed": options.seed, "dev_fraction": options.dev_fraction,
             "hard_negative_components": [c for c in components if len(c) > 1],
             "dev_entities": sorted(p for p in persons if split_of[p] == "dev"),
+            "unresolved_placement": options.unresolved_placement,
+            "placed_in_test_for_unresolved": {p: [{"question_id": q, "mention_id": m} for q, m in refs]
+                                              for p, refs in placed_in_test.items()},
         },
         "pairs": {
             "max_pairs_per_entity_pair": options.max_pairs_per_entity_pair,
             "near_surface_threshold": options.near_surface_threshold,
+            "identical_surface_overflow": options.identical_surface_overflow,
             "name_only": name_counts, "source_grounded": grounded_counts,
         },
         "exclusions": {
@@ -265,10 +275,12 @@ def _summary_markdown(summary: dict, audit: dict) -> str:
         "| --- | ---: |",
         f"| persons with unresolved status (outside the binary core) | {ex['unresolved_persons_outside_binary_core']} |",
         f"| confirmed persons without any mention | {len(ex['confirmed_persons_without_mentions'])} |",
-        f"| same-person pairs with identical surfaces (NFKC + casefold) | {both(nc, 'same_identical_surface_dropped')} |",
+        f"| same-person pairs with identical surfaces (the surface key: NFKC, casefold, script-aware folds) | {both(nc, 'same_identical_surface_dropped')} |",
         f"| same pairs over the per-entity-pair cap ({summary['pairs']['max_pairs_per_entity_pair']}) | "
         f"{both(nc, 'same_over_cap')} |",
         f"| same pairs dropped to balance name-only | {both(nc, 'same_dropped_for_balance')} |",
+        f"| identical-surface different pairs dropped to balance name-only (more than same pairs) | "
+        f"{both(nc, 'different_identical_surface_dropped_for_balance')} |",
         f"| evidence rows stating equivalence (cue list) | {evidence.get('equivalence_cue', 0)} |",
         f"| evidence rows naming the person by another registered name | {evidence.get('alias_leakage', 0)} |",
         f"| evidence rows copied between persons | {evidence.get('copied_between_persons', 0)} |",
@@ -280,6 +292,10 @@ def _summary_markdown(summary: dict, audit: dict) -> str:
         f"| eligible different pairs not selected (less confusable contexts) | "
         f"{both(gc, 'different_eligible_not_selected')} |",
         f"| source-grounded same pairs dropped to balance | {both(gc, 'same_dropped_for_balance')} |",
+        f"| source-grounded identical-surface different pairs dropped to balance | "
+        f"{both(gc, 'different_identical_surface_dropped_for_balance')} |",
+        f"| persons placed in TEST because an expert-unresolved question cites them | "
+        f"{len(summary['split']['placed_in_test_for_unresolved'])} |",
         f"| own surface forms masked in Context-only contexts | {ex['own_surface_masked_in_context_only']} |",
         "",
         "Challenge slices (assigned at build time, before any evaluation):",
@@ -328,6 +344,12 @@ class MherBuilder(BenchmarkBuilder):
         group.add_argument("--shortcut-ceiling", action="append", default=[], metavar="NAME=VALUE",
                            help="override a shortcut ceiling of the leakage audit "
                                 f"({', '.join(f'{k}={v}' for k, v in SHORTCUT_CEILINGS.items())})")
+        group.add_argument("--identical-surface-overflow", choices=C.OVERFLOW_RULES, default="drop",
+                           help="when a split has more identical-surface different pairs than same pairs: keep a "
+                                "seeded subset spread over person pairs (drop, default, counted) or stop (fail)")
+        group.add_argument("--unresolved-placement", choices=C.PLACEMENT_RULES, default="test",
+                           help="confirmed persons cited by an expert-unresolved question (TEST-only): place them "
+                                "in TEST (test, default, reported) or refuse a split that puts one in DEV (refuse)")
         group.add_argument("--audit-min-dev-items", type=int, default=AUDIT_MIN_DEV_ITEMS,
                            help="DEV source-grounded items needed before shortcut ceilings are enforced "
                                 f"(default {AUDIT_MIN_DEV_ITEMS})")
@@ -337,6 +359,8 @@ class MherBuilder(BenchmarkBuilder):
             "dev_fraction": args.dev_fraction,
             "max_pairs_per_entity_pair": args.max_pairs_per_entity_pair,
             "near_surface_threshold": args.near_surface_threshold,
+            "identical_surface_overflow": args.identical_surface_overflow,
+            "unresolved_placement": args.unresolved_placement,
             "equivalence_cues": str(args.equivalence_cues) if args.equivalence_cues else None,
             "shortcut_ceilings": dict(_parse_ceiling(t) for t in args.shortcut_ceiling),
             "audit_min_dev_items": args.audit_min_dev_items,
@@ -355,6 +379,8 @@ class MherBuilder(BenchmarkBuilder):
             dev_fraction=float(ctx.options.get("dev_fraction", 17 / 84)),
             max_pairs_per_entity_pair=int(ctx.options.get("max_pairs_per_entity_pair", 3)),
             near_surface_threshold=float(ctx.options.get("near_surface_threshold", NEAR_SURFACE_THRESHOLD)),
+            identical_surface_overflow=ctx.options.get("identical_surface_overflow", "drop"),
+            unresolved_placement=ctx.options.get("unresolved_placement", "test"),
         )
         configs, summary, markdown = build_mher(
             registry, cues, options, ctx.options.get("shortcut_ceilings") or None,

@@ -3,24 +3,35 @@
 Order of the build (nothing here looks at a model or at any evaluation output):
 
 1. primary entities: confirmed persons with at least one mention;
-2. exact-surface hard-negative components: persons sharing a surface after NFKC +
-   casefold are linked, and each connected component goes to one split;
+2. exact-surface hard-negative components: persons sharing a surface (the same
+   `surface_key`: NFKC, casefold and the script-aware folds of text.py) are linked, and
+   each connected component goes to one split;
 3. entity-disjoint DEV/TEST split of the components (seeded, default 17/84 to DEV);
-4. name-only pairs per split: same pairs from two mentions of one person (pairs whose
-   surfaces are identical after NFKC + casefold are dropped: they are duplicates, not
-   reconciliation questions), at most `cap` per person; different pairs with
-   identical-surface ones first, then near-surface ones, then a seeded random draw, at
-   most `cap` per unordered pair of persons, as many as same pairs (balanced);
+   confirmed persons cited by an expert-unresolved question (a TEST-only set) are placed
+   in TEST with their component (`unresolved_placement="test"`), or such a registry is
+   refused when the seeded split would put one in DEV (`"refuse"`);
+4. name-only pairs per split: same pairs from two mentions of one person (pairs with
+   identical surfaces are dropped: they are duplicates, not reconciliation questions), at
+   most `cap` per person; different pairs with identical-surface ones first, then
+   near-surface ones, then a seeded random draw, at most `cap` per unordered pair of
+   persons, as many as same pairs. Balance is kept: when a split has more
+   identical-surface different pairs than same pairs, a seeded subset spread over the
+   pairs of persons is kept (`identical_surface_overflow="drop"`, counted) or the build
+   stops with the counts (`"fail"`);
 5. challenge labels (before any evaluation): cross-language, cross-script,
-   near-surface, identical-surface;
+   near-surface (different persons whose folded surfaces are at least
+   `near_surface_threshold` similar, identical surfaces included), identical-surface;
 6. mention contexts from mention x source evidence, after excluding evidence that states
    equivalence, names the person otherwise than by the side's own surface, or is copied
    between mentions;
 7. the source-grounded subset: every name-only same pair whose sides both have context
-   and independent evidence sources; identical-surface different pairs obligatorily;
-   the other different pairs ranked by a frozen rule (character 2-5-gram TF-IDF cosine
-   of the two contexts, highest first, i.e. the most contextually confusable);
+   and independent evidence sources; identical-surface different pairs obligatorily (the
+   same balance rule as in 4); the other different pairs ranked by a frozen rule
+   (character 2-5-gram TF-IDF cosine of the two contexts, highest first, i.e. the most
+   contextually confusable). An empty subset is an error naming the rules that emptied it;
 8. three deterministic derangements A/B/C of each split's context pool.
+
+`check_entity_disjointness` re-checks the finished configs: no person in both splits.
 """
 
 from __future__ import annotations
@@ -36,13 +47,24 @@ import numpy as np
 from histbench.builders.core.errors import BuildError, SourceError
 
 from .registry import Evidence, Mention, Registry
-from .text import NEAR_SURFACE_THRESHOLD, CueList, find_names, normalise, phrase_pattern, surface_similarity
+from .text import (
+    NEAR_SURFACE_THRESHOLD,
+    CueList,
+    find_names,
+    normalise,
+    phrase_pattern,
+    surface_key,
+    surface_similarity,
+)
 
 SPLITS = ("dev", "test")
 LABELS = ("same", "different")
 DERANGEMENTS = ("A", "B", "C")
 CHALLENGES = ("cross_language", "cross_script", "near_surface", "identical_surface")
 NAME_MASK = "[name withheld]"
+OVERFLOW_RULES = ("drop", "fail")
+MAX_DETAILS = 20
+PLACEMENT_RULES = ("test", "refuse")
 
 # Sub-seeds: every random step draws from its own stream, so changing one step never
 # shifts another.
@@ -59,6 +81,16 @@ class BuildOptions:
     dev_fraction: float = 17 / 84
     max_pairs_per_entity_pair: int = 3
     near_surface_threshold: float = NEAR_SURFACE_THRESHOLD
+    identical_surface_overflow: str = "drop"      # or "fail"
+    unresolved_placement: str = "test"            # or "refuse"
+
+    def __post_init__(self) -> None:
+        if self.identical_surface_overflow not in OVERFLOW_RULES:
+            raise BuildError(f"identical_surface_overflow must be one of {', '.join(OVERFLOW_RULES)}, "
+                             f"not {self.identical_surface_overflow!r}")
+        if self.unresolved_placement not in PLACEMENT_RULES:
+            raise BuildError(f"unresolved_placement must be one of {', '.join(PLACEMENT_RULES)}, "
+                             f"not {self.unresolved_placement!r}")
 
 
 # ---------------------------------------------------------------------------- entities
@@ -71,7 +103,7 @@ def primary_persons(registry: Registry) -> list[str]:
 
 
 def hard_negative_components(registry: Registry, persons: list[str]) -> list[list[str]]:
-    """Connected components of persons linked by a shared NFKC+casefold surface."""
+    """Connected components of persons linked by a shared surface key (identical surfaces)."""
     parent = {p: p for p in persons}
 
     def find(p: str) -> str:
@@ -83,7 +115,7 @@ def hard_negative_components(registry: Registry, persons: list[str]) -> list[lis
     by_surface: dict[str, set[str]] = defaultdict(set)
     for mention in registry.mentions.values():
         if mention.person_id in parent:
-            by_surface[normalise(mention.surface)].add(mention.person_id)
+            by_surface[surface_key(mention.surface)].add(mention.person_id)
     for owners in by_surface.values():
         owners = sorted(owners)
         for other in owners[1:]:
@@ -95,9 +127,11 @@ def hard_negative_components(registry: Registry, persons: list[str]) -> list[lis
     return sorted((sorted(g, key=order.get) for g in groups.values()), key=lambda g: order[g[0]])
 
 
-def split_entities(components: list[list[str]], seed: int, dev_fraction: float) -> dict[str, str]:
+def split_entities(components: list[list[str]], seed: int, dev_fraction: float,
+                   pinned_test: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
     """Person -> 'dev' | 'test'. Components are shuffled (seeded) and go to DEV while it
-    stays within round(n * dev_fraction) persons; a component never straddles splits."""
+    stays within round(n * dev_fraction) persons; a component never straddles splits.
+    A component holding a person of `pinned_test` goes to TEST (it still counts in n)."""
     if not 0.0 < dev_fraction < 1.0:
         raise BuildError(f"--dev-fraction must be between 0 and 1, got {dev_fraction}")
     total = sum(len(c) for c in components)
@@ -109,12 +143,47 @@ def split_entities(components: list[list[str]], seed: int, dev_fraction: float) 
     dev_count = 0
     for index in order:
         component = components[index]
-        split = "dev" if dev_count + len(component) <= target else "test"
+        pinned = any(person in pinned_test for person in component)
+        split = "dev" if not pinned and dev_count + len(component) <= target else "test"
         if split == "dev":
             dev_count += len(component)
         for person in component:
             assignment[person] = split
     return assignment
+
+
+def unresolved_citations(registry: Registry, persons: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Primary person -> [(question_id, mention_id)] for every expert-unresolved question
+    that cites one of the person's mentions."""
+    primary = set(persons)
+    cited: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for question in registry.unresolved:
+        for mention_id in (question.mention_a, question.mention_b):
+            person = registry.mentions[mention_id].person_id
+            if person in primary:
+                cited[person].append((question.question_id, mention_id))
+    return dict(cited)
+
+
+def split_with_unresolved(registry: Registry, components: list[list[str]], persons: list[str],
+                          options: BuildOptions) -> tuple[dict[str, str], dict[str, list[tuple[str, str]]]]:
+    """The entity split with the expert-unresolved rule applied (module docstring, step 3).
+    Returns the split and the cited persons that were placed in TEST by the rule (those the
+    seeded draw would have put in DEV), with the questions citing them."""
+    cited = unresolved_citations(registry, persons)
+    free = split_entities(components, options.seed, options.dev_fraction)
+    moved = {p: cited[p] for p in sorted(cited) if free[p] == "dev"}
+    if not moved:
+        return free, {}
+    if options.unresolved_placement == "refuse":
+        raise BuildError(
+            f"{len(moved)} DEV person(s) are cited by expert-unresolved questions, which are TEST-only: no "
+            "person may occur in both splits (pass --unresolved-placement test to place them in TEST)",
+            file=registry.folder,
+            details=[f"person {p}: " + ", ".join(f"question {q} cites mention {m}" for q, m in refs)
+                     for p, refs in moved.items()],
+        )
+    return split_entities(components, options.seed, options.dev_fraction, pinned_test=set(cited)), moved
 
 
 # ---------------------------------------------------------------------------- pairs
@@ -149,14 +218,17 @@ def challenge_labels(a: Mention, b: Mention, label: str, similarity: float, thre
     """Pair properties fixed before any evaluation (section 4.2).
 
     identical_surface and near_surface concern different-person pairs only (surface and
-    identity point in opposite directions); near_surface excludes identical surfaces.
+    identity point in opposite directions). near_surface includes identical surfaces: the
+    paper's slices overlap (section 8.1 has GPT-5.6 Sol abstain on one near-surface and on
+    one identical-surface item, section 8.3 on one paired item in all), see docs/mher.md.
     """
-    identical = normalise(a.surface) == normalise(b.surface)
+    identical = surface_key(a.surface) == surface_key(b.surface)
+    different = label == "different"
     return {
         "cross_language": a.language.casefold() != b.language.casefold(),
         "cross_script": a.script.casefold() != b.script.casefold(),
-        "near_surface": label == "different" and not identical and similarity >= threshold,
-        "identical_surface": label == "different" and identical,
+        "near_surface": different and (identical or similarity >= threshold),
+        "identical_surface": different and identical,
     }
 
 
@@ -173,6 +245,40 @@ class NameOnlySelection:
     counts: dict
 
 
+def spread_draw(pairs: list[Pair], keep: int, rng: np.random.Generator) -> list[Pair]:
+    """`keep` pairs drawn (seeded) so that they spread over the unordered pairs of persons:
+    round robin over the person pairs, in a random order within each."""
+    order = rng.permutation(len(pairs))
+    rank: Counter = Counter()
+    keyed = []
+    for position, index in enumerate(order):
+        pair = pairs[index]
+        keyed.append((rank[pair.entity_pair], position, pair))
+        rank[pair.entity_pair] += 1
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    kept = {id(item[2]) for item in keyed[:keep]}
+    return [p for p in pairs if id(p) in kept]
+
+
+def balance_identical(obligatory: list[Pair], n_same: int, options: BuildOptions, config: str, split: str,
+                      counts: Counter, stream: int) -> list[Pair]:
+    """Identical-surface different pairs are kept first, but never more than the same pairs
+    (balance, Table 1): beyond that, `identical_surface_overflow` "drop" keeps a seeded
+    spread subset (the rest counted), "fail" stops the build with the counts."""
+    if len(obligatory) <= n_same:
+        return obligatory
+    if options.identical_surface_overflow == "fail":
+        raise BuildError(
+            f"{split.upper()} {config}: {len(obligatory)} identical-surface different pairs but only {n_same} same "
+            "pairs; the pair sets cannot be balanced while keeping every identical-surface pair (pass "
+            "--identical-surface-overflow drop to keep a seeded subset of them)",
+            details=[f"{p.a.mention_id} / {p.b.mention_id} ({p.a.person_id} / {p.b.person_id})" for p in obligatory],
+        )
+    kept = spread_draw(obligatory, n_same, rng_for(options.seed, "balance", stream))  # streams 20+, 30+
+    counts["different_identical_surface_dropped_for_balance"] += len(obligatory) - len(kept)
+    return kept
+
+
 def select_name_only(
     registry: Registry, split_of: dict[str, str], split: str, options: BuildOptions
 ) -> NameOnlySelection:
@@ -187,7 +293,7 @@ def select_name_only(
     for index, person in enumerate(sorted(persons)):
         candidates = []
         for a, b in itertools.combinations(mentions[person], 2):
-            if normalise(a.surface) == normalise(b.surface):
+            if surface_key(a.surface) == surface_key(b.surface):
                 counts["same_identical_surface_dropped"] += 1
                 continue
             candidates.append(make_pair(split, a, b, options.near_surface_threshold))
@@ -208,9 +314,9 @@ def select_name_only(
     chosen: list[Pair] = []
     target = len(same)
 
-    def take(pool: list[Pair], reason: str) -> None:
+    def take(pool: list[Pair], reason: str, limit: int | None) -> None:
         for pair in pool:
-            if len(chosen) >= target and reason != "identical_surface":
+            if limit is not None and len(chosen) >= limit:
                 return
             if per_entity_pair[pair.entity_pair] >= cap:
                 counts[f"different_{reason}_over_cap"] += 1
@@ -220,31 +326,34 @@ def select_name_only(
             chosen.append(pair)
 
     identical = [p for p in candidates if p.challenge["identical_surface"]]
+    take(identical, "identical_surface", None)
+    chosen = balance_identical(chosen, target, options, "name-only", split, counts, 20 + SPLITS.index(split))
+    per_entity_pair = Counter(p.entity_pair for p in chosen)
     near = sorted(
-        (p for p in candidates if p.challenge["near_surface"]), key=lambda p: (-p.similarity, p.mention_ids)
+        (p for p in candidates if p.challenge["near_surface"] and not p.challenge["identical_surface"]),
+        key=lambda p: (-p.similarity, p.mention_ids),
     )
-    take(identical, "identical_surface")
-    take(near, "near_surface")
+    take(near, "near_surface", target)
     taken = {id(p) for p in chosen}
-    rest = [p for p in candidates if id(p) not in taken]
+    rest = [p for p in candidates if id(p) not in taken and not p.challenge["identical_surface"]]
     order = rng_for(options.seed, "different", SPLITS.index(split)).permutation(len(rest))
-    take([rest[i] for i in order], "random")
+    take([rest[i] for i in order], "random", target)
 
-    # Balance: identical-surface negatives are kept even beyond the same count; then the
-    # larger class is cut back to the smaller one (seeded, counted).
-    if len(chosen) > len(same):
-        obligatory = [p for p in chosen if p.selection == "identical_surface"]
-        others = [p for p in chosen if p.selection != "identical_surface"]
-        keep = max(len(same) - len(obligatory), 0)
-        counts["different_dropped_for_balance"] += len(others) - keep
-        chosen = obligatory + others[:keep]
+    # Balance: too few different candidates -> the same pairs are cut back (seeded, counted)
     if len(same) > len(chosen):
         order = rng_for(options.seed, "balance", SPLITS.index(split)).permutation(len(same))
         counts["same_dropped_for_balance"] += len(same) - len(chosen)
         same = [same[i] for i in sorted(order[: len(chosen)])]
     for pair in same:
         pair.selection = "same"
+    _check_balanced(same, chosen, "name-only", split)
     return NameOnlySelection(same + chosen, dict(counts))
+
+
+def _check_balanced(same: list[Pair], different: list[Pair], config: str, split: str) -> None:
+    if len(same) != len(different):  # the rules above make this impossible; a guard, not a rule
+        raise BuildError(f"{split.upper()} {config}: {len(same)} same vs {len(different)} different pairs after "
+                         "selection; the pair sets must be balanced")
 
 
 def assign_pair_ids(pairs: list[Pair], split: str, seed: int) -> list[Pair]:
@@ -365,17 +474,20 @@ def context_similarities(pairs: list[Pair], contexts: dict[str, MentionContext])
 class GroundedSelection:
     pairs: list[Pair]
     counts: dict
+    without_context: list[tuple[Pair, list[str]]] = field(default_factory=list)  # (pair, mentions lacking it)
 
 
 def select_source_grounded(
-    registry: Registry, pairs: list[Pair], contexts: dict[str, MentionContext], split: str, seed: int
+    registry: Registry, pairs: list[Pair], contexts: dict[str, MentionContext], split: str, options: BuildOptions
 ) -> GroundedSelection:
     counts: Counter = Counter()
     same, different = [], []
+    without_context = []
     for pair in pairs:
         ca, cb = contexts.get(pair.a.mention_id), contexts.get(pair.b.mention_id)
         if ca is None or cb is None:
             counts[f"{pair.label}_without_context"] += 1
+            without_context.append((pair, [m.mention_id for m, c in ((pair.a, ca), (pair.b, cb)) if c is None]))
             continue
         if pair.label == "same":
             if not independent(registry, ca, cb):
@@ -388,7 +500,8 @@ def select_source_grounded(
         pair.context_similarity = value
     for pair, value in zip(same, context_similarities(same, contexts), strict=True):
         pair.context_similarity = value
-    obligatory = [p for p in different if p.challenge["identical_surface"]]
+    obligatory = balance_identical([p for p in different if p.challenge["identical_surface"]], len(same), options,
+                                   "source-grounded", split, counts, 30 + SPLITS.index(split))
     ranked = sorted(
         (p for p in different if not p.challenge["identical_surface"]),
         key=lambda p: (-(p.context_similarity or 0.0), p.pair_id),
@@ -397,15 +510,57 @@ def select_source_grounded(
     chosen = obligatory + ranked[:keep]
     counts["different_eligible_not_selected"] += len(ranked) - min(keep, len(ranked))
     if len(same) > len(chosen):
-        order = rng_for(seed, "balance", 10 + SPLITS.index(split)).permutation(len(same))
+        order = rng_for(options.seed, "balance", 10 + SPLITS.index(split)).permutation(len(same))
         counts["same_dropped_for_balance"] += len(same) - len(chosen)
         same = [same[i] for i in sorted(order[: len(chosen)])]
     for pair in obligatory:
         pair.selection = "identical_surface_obligatory"
     for pair in ranked[:keep]:
         pair.selection = "context_confusable"
+    _check_balanced(same, chosen, "source-grounded", split)
     selected = sorted(same + chosen, key=lambda p: p.pair_id)
-    return GroundedSelection(selected, dict(counts))
+    return GroundedSelection(selected, dict(counts), without_context)
+
+
+def empty_grounded_error(split: str, selection: GroundedSelection, n_same: int, context_result: ContextResult,
+                         registry: Registry) -> BuildError:
+    """The error for an empty Source-grounded subset, naming the rules that removed it:
+    for the same pairs without context on a side, the evidence rules that excluded the
+    evidence of that side (or that it has no evidence row at all)."""
+    rules_of: dict[str, Counter] = defaultdict(Counter)
+    for excluded in context_result.excluded:
+        rules_of[excluded["mention_id"]][excluded["rule"]] += 1
+    by_rule: Counter = Counter()
+    lacking: set[str] = set()
+    for pair, mentions in selection.without_context:
+        if pair.label != "same":
+            continue
+        lacking.update(mentions)
+        reasons = set()
+        for mention in mentions:
+            reasons.update(rules_of[mention] or {"no evidence row": 1})
+        for reason in reasons:
+            by_rule[reason] += 1
+    counts = selection.counts
+    parts = []
+    if counts.get("same_without_context"):
+        rules = ", ".join(f"{rule}: {n}" for rule, n in by_rule.most_common())
+        parts.append(f"{counts['same_without_context']} lost the context of a side (evidence rule that removed it, "
+                     f"pairs: {rules})")
+    if counts.get("same_not_independent"):
+        parts.append(f"{counts['same_not_independent']} are not independently sourced (source independence, "
+                     "derived_from)")
+    if not parts and n_same:
+        parts.append(f"no different pair has context on both sides ({counts.get('different_without_context', 0)} "
+                     "without), so balance removed the same pairs")
+    reason = "; ".join(parts) if parts else "the split has no name-only same pair"
+    return BuildError(
+        f"{split.upper()} has no Source-grounded pairs: of its {n_same} name-only same pairs, {reason}. The "
+        "paired conditions (Context-only, Source-grounded, shuffled) and the baselines need them in DEV and TEST",
+        file=registry.folder,
+        details=[f"{e['where']}: evidence {e['evidence_id']} of mention {e['mention_id']} excluded by {e['rule']}"
+                 f" ({e['detail']})" for e in context_result.excluded if e["mention_id"] in lacking][:MAX_DETAILS],
+    )
 
 
 def mask_own_surface(text: str, surface: str) -> tuple[str, int]:
@@ -485,3 +640,39 @@ def derangement_slots(pairs: list[Pair], contexts: dict[str, MentionContext]) ->
         for side, mention in (("a", pair.a), ("b", pair.b)):
             slots.append(Slot(index, side, mention.mention_id, mention.person_id, contexts[mention.mention_id].text))
     return slots
+
+
+# ---------------------------------------------------------------------------- disjointness
+
+
+def persons_in_record(config: str, record: dict, key_person: dict[str, str]) -> list[tuple[str, str]]:
+    """(person, where) for every person a finished record involves: both persons of a pair
+    or question, the donor of each shuffled context, the person behind an entity row."""
+    if config == "entities":
+        return [(key_person[record["key"]], f"entities {record['key']}")]
+    item = record.get("pair_id") or record.get("question_id")
+    found = [(record["person_a"], f"{config} {item}"), (record["person_b"], f"{config} {item}")]
+    if config.startswith("shuffled"):
+        for side in ("a", "b"):
+            found.append((record[side]["donor"]["person"], f"{config} {item} (context donated to side {side})"))
+    return found
+
+
+def check_entity_disjointness(configs: dict[str, dict[str, list[dict]]], key_person: dict[str, str],
+                              folder=None) -> None:
+    """Section 4.2: no historical person occurs in both DEV and TEST, in any config. Raises
+    a BuildError naming each such person and where it occurs on either side."""
+    where: dict[str, dict[str, list[str]]] = {split: defaultdict(list) for split in SPLITS}
+    for config, splits in configs.items():
+        for split, records in splits.items():
+            for record in records:
+                for person, place in persons_in_record(config, record, key_person):
+                    where[split][person].append(place)
+    both = sorted(set(where["dev"]) & set(where["test"]))
+    if both:
+        raise BuildError(
+            f"{len(both)} person(s) occur in both DEV and TEST; the splits must be entity-disjoint (section 4.2)",
+            file=folder,
+            details=[f"person {p}: DEV in {', '.join(where['dev'][p][:3])}; TEST in {', '.join(where['test'][p][:3])}"
+                     for p in both][:MAX_DETAILS],
+        )

@@ -244,6 +244,27 @@ def _unique(seen: dict, key: str, value: str, path: Path, row: str) -> None:
         raise SourceError(f"duplicate {key} {value!r}", file=path, row=row, field=key)
 
 
+def _check_derivation_cycles(sources: dict[str, Source], rows: dict[str, str], path: Path) -> None:
+    """`derived_from` must be acyclic: a source cannot (transitively) derive from itself.
+    The error names the cycle and the row of its first source in file order."""
+    from graphlib import CycleError, TopologicalSorter
+
+    try:
+        TopologicalSorter({sid: s.derived_from for sid, s in sources.items()}).prepare()
+    except CycleError as exc:
+        cycle = list(exc.args[1])  # [a, b, ..., a]
+        members = cycle[:-1]
+        first = min(members, key=lambda sid: int(rows.get(sid, "0")))
+        start = members.index(first)
+        ordered = members[start:] + members[:start] + [first]
+        # graphlib lists a cycle against the edge direction (parent before child); name it as written
+        ordered = ordered[::-1]
+        raise SourceError(
+            f"derived_from forms a cycle: {' -> '.join(ordered)} (a source cannot derive, even indirectly, "
+            "from itself)", file=path, row=rows.get(first), field="derived_from",
+        ) from exc
+
+
 def read_registry(folder: Path) -> Registry:
     """Read and cross-check every table of the registry folder."""
     folder = Path(folder)
@@ -298,13 +319,16 @@ def read_registry(folder: Path) -> Registry:
         sources[sid] = Source(
             sid, _need(rec, "citation", path, row), _need(rec, "tradition", path, row), rec.get("locator"), derived
         )
+    source_rows: dict[str, str] = {}
     for parent, row, sid in pending_derivations:
+        source_rows[sid] = row
         if parent not in sources:
             raise SourceError(
                 f"source {sid!r} derives from unknown source {parent!r}", file=path, row=row, field="derived_from"
             )
         if parent == sid:
             raise SourceError(f"source {sid!r} cannot derive from itself", file=path, row=row, field="derived_from")
+    _check_derivation_cycles(sources, source_rows, path)
 
     mentions: dict[str, Mention] = {}
     path = paths["mentions"]

@@ -1,7 +1,11 @@
 """Text rules shared by the MHER builder, its audit and its baselines.
 
-- `normalise`: Unicode NFKC followed by casefold (the paper's identity-of-surface test).
-- `fold`: `normalise`, then Unidecode (a reproducible ASCII fold across scripts, not a
+- `normalise`: Unicode NFKC followed by casefold, whitespace collapsed (for matching cue
+  phrases and registered names inside texts).
+- `surface_key`: `normalise` plus the script-aware folds below; two surfaces with the same
+  key are "identical surfaces" (the benchmark's normalisation of section 8.1: no rule
+  based on the written name alone can tell them apart).
+- `fold`: `surface_key`, then Unidecode (a reproducible ASCII fold across scripts, not a
   historical transliteration), with whitespace collapsed.
 - `surface_similarity`: rapidfuzz `fuzz.ratio` (normalised Indel similarity, 0-100) of the
   folded forms; a different-person pair at or above NEAR_SURFACE_THRESHOLD is near-surface.
@@ -32,16 +36,71 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
-    """NFKC + casefold, whitespace collapsed (the benchmark's surface-identity rule)."""
+    """NFKC + casefold, whitespace collapsed."""
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def _chars(*spans: tuple[int, int] | int) -> list[str]:
+    out = []
+    for span in spans:
+        first, last = (span, span) if isinstance(span, int) else span
+        out.extend(chr(c) for c in range(first, last + 1))
+    return out
+
+
+# What NFKC + casefold leaves apart although the written name is the same (section 8.1
+# calls two such names "exactly identical after the benchmark's normalization"):
+#
+# - characters that are invisible or purely typographic: joiners and zero-width spaces,
+#   bidirectional marks, the soft hyphen, the combining grapheme joiner, the Arabic tatweel
+#   (kashida), the Mongolian free variation selectors FVS1-4, the vowel separator, the
+#   nirugu stem extender and the todo soft hyphen, the Syriac abbreviation mark;
+# - ZWNJ, the Persian "half space" between the parts of a compound, written by some
+#   scribes and editors as a space: it becomes a space;
+# - Arabic-script letters that Arabic, Persian and Urdu orthographies encode differently:
+#   Farsi yeh and alef maksura -> yeh; keheh and swash kaf -> kaf; heh goal and ae -> heh;
+# - optional vowel signs of the abjads, which editions print or omit for the same name:
+#   Arabic harakat, tanwin, shadda, sukun, superscript alef and Quranic annotation signs;
+#   Syriac vowel points; Hebrew points;
+# - decimal digits of any script -> ASCII digits (Persian and Arabic-Indic digits differ).
+#
+# Letters that look alike but are different letters (Latin o / ö, Cyrillic е / ё, и / й,
+# Arabic alef / alef with madda or hamza) and Chinese variant characters (脫 / 脱) stay
+# apart: there the written names differ.
+_REMOVED = _chars(
+    0x00AD, 0x034F, 0x061C, 0x0640, (0x200B, 0x200D), (0x200E, 0x200F), (0x202A, 0x202E), 0x2060,
+    (0x2066, 0x2069), 0xFEFF, 0x1806, 0x180A, (0x180B, 0x180F), 0x070F,
+    (0x064B, 0x065F), 0x0670, (0x06D6, 0x06DC), (0x06DF, 0x06E4), (0x06E7, 0x06E8), (0x06EA, 0x06ED),
+    (0x0730, 0x074A), (0x0591, 0x05BD), 0x05BF, (0x05C1, 0x05C2), (0x05C4, 0x05C5), 0x05C7,
+)
+_REMOVED.remove(chr(0x200C))  # ZWNJ is a space, below
+_LETTER_VARIANTS = {
+    "\u06cc": "\u064a", "\u0649": "\u064a",   # Farsi yeh, alef maksura -> yeh
+    "\u06a9": "\u0643", "\u06aa": "\u0643",   # keheh, swash kaf -> kaf
+    "\u06c1": "\u0647", "\u06d5": "\u0647",   # heh goal, ae -> heh
+    "\u200c": " ",                              # ZWNJ -> space
+}
+_SURFACE_TABLE = str.maketrans({**{c: None for c in _REMOVED}, **_LETTER_VARIANTS})
+
+
+def _ascii_digits(text: str) -> str:
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c for c in text)
+
+
+@lru_cache(maxsize=65536)
+def surface_key(text: str) -> str:
+    """The benchmark's surface-identity key: NFKC, casefold, then the script-aware folds
+    listed above, whitespace collapsed. Equal keys = identical surfaces."""
+    text = unicodedata.normalize("NFKC", text).casefold().translate(_SURFACE_TABLE)
+    return _SPACE.sub(" ", _ascii_digits(text)).strip()
 
 
 @lru_cache(maxsize=65536)
 def fold(text: str) -> str:
-    """`normalise` then Unidecode to ASCII, lowercased, whitespace collapsed."""
+    """`surface_key` then Unidecode to ASCII, lowercased, whitespace collapsed."""
     from unidecode import unidecode
 
-    return _SPACE.sub(" ", unidecode(normalise(text)).lower()).strip()
+    return _SPACE.sub(" ", unidecode(surface_key(text)).lower()).strip()
 
 
 def surface_similarity(a: str, b: str) -> float:

@@ -1,7 +1,8 @@
 """A real OpenAI-compatible chat-completions server on 127.0.0.1, for tests and dry runs.
 
 It speaks HTTP/1.1 on a loopback port (a thread of this process), answers
-`POST /v1/chat/completions` with a function of the messages, and can be told to
+`POST /v1/chat/completions` with a function of the messages (and `POST /v1/embeddings`
+with a function of each input text, `embed`), and can be told to
 misbehave the way real endpoints do: 429 with Retry-After, 500/503, hanging until the
 client times out, closing the connection half-way through a response, or dying for good
 after N answers (every later request and every request in flight gets no answer). It
@@ -36,6 +37,18 @@ def _default_answer(messages: list[dict]) -> str:
     return "echo: " + messages[-1]["content"]
 
 
+def hashed_trigram_embedding(text: str, dimensions: int = 64) -> list[float]:
+    """A deterministic stand-in embedding: character trigram counts hashed (crc32) into
+    `dimensions` buckets, so texts sharing trigrams have a high cosine."""
+    import zlib
+
+    vector = [0.0] * dimensions
+    padded = f"  {text.casefold()}  "
+    for i in range(len(padded) - 2):
+        vector[zlib.crc32(padded[i:i + 3].encode()) % dimensions] += 1.0
+    return vector
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -66,8 +79,10 @@ class LoopbackChatServer:
         die_after: int | None = None,
         port: int = 0,
         host: str = "127.0.0.1",
+        embed: Callable[[str], list[float]] | None = None,
     ) -> None:
         self.answer = answer or _default_answer
+        self.embed = embed or hashed_trigram_embedding
         self.model = model
         self.delay = delay
         self.hang = hang
@@ -168,6 +183,14 @@ class LoopbackChatServer:
             "usage": usage,
         }
 
+    def _embeddings(self, body: dict) -> dict:
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = [{"object": "embedding", "index": i, "embedding": self.embed(t)} for i, t in enumerate(texts)]
+        tokens = sum(len(str(t).split()) for t in texts)
+        return {"object": "list", "data": data, "model": body.get("model", self.model),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
     def _die(self) -> None:
         self._dead.set()
         threading.Thread(target=self.stop, daemon=True).start()
@@ -216,7 +239,8 @@ class LoopbackChatServer:
                 raw = self.rfile.read(length)
                 if not owner.alive:
                     return self._drop()
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                route = self.path.rstrip("/")
+                if not route.endswith(("/chat/completions", "/embeddings")):
                     return self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 try:
                     body = json.loads(raw)
@@ -254,8 +278,9 @@ class LoopbackChatServer:
                     owner._die()
                     return self._drop()
                 try:
-                    payload = owner._completion(body)
-                except Exception as exc:  # the test's answer function failed: a server error
+                    payload = (owner._embeddings(body) if self.path.rstrip("/").endswith("/embeddings")
+                               else owner._completion(body))
+                except Exception as exc:  # the test's answer or embed function failed: a server error
                     return self._send_json(500, {"error": {"message": f"answer function raised {exc!r}"}})
                 data = json.dumps(payload).encode()
                 if fault in ("close", "truncate"):
@@ -269,7 +294,7 @@ class LoopbackChatServer:
                     self.wfile.write(data[: len(data) // 2])
                     self.wfile.flush()
                     return self._drop()
-                key = (body.get("messages") or [{}])[-1].get("content")
+                key = (body.get("messages") or [{}])[-1].get("content") if "messages" in body else str(body.get("input"))
                 with owner._lock:
                     if not owner.alive:
                         return self._drop()

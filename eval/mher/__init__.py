@@ -1,14 +1,17 @@
-"""MHER evaluator (paper 002): baselines, the generative protocol, and the paired statistics.
+"""MHER evaluator: baselines, the generative protocol and the paired statistics of "When
+Names Cross Scripts: A Source-Grounded Benchmark for Historical Entity Reconciliation in the
+Mongol World".
 
     histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
     histbench eval mher --model api:MODEL@URL --dataset build/mher-1.0.0 --out runs/model
     histbench report mher runs/mher-baselines runs/model --out reports/mher
 
 Modules: protocol.py (prompts, JSON contract, action rule), baselines.py (Table 2
-methods, DEV-only fitting), systems.py (deterministic reference systems for every
-condition), run.py (`histbench eval mher`), metrics.py (metrics and statistics),
-analysis.py (Tables 3-7 numbers), report.py (tables, figures, `histbench report mher`),
-demo.py (`make demo`). Only this light module is imported by the CLI at start-up.
+methods, DEV-only fitting), embeddings.py (local and /embeddings API models), systems.py
+(deterministic reference systems for every condition), run.py (`histbench eval mher`),
+metrics.py (metrics and statistics), analysis.py (Tables 3-7 numbers), figures.py
+(Figures 2-4), coding.py (Table 7's person-coded categories), report.py (`histbench report
+mher`), demo.py (`make demo`). Only this light module is imported by the CLI at start-up.
 """
 
 from __future__ import annotations

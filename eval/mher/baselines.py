@@ -7,7 +7,9 @@ out of their reach, and `fit` is the only function that sees labels (DEV ones).
 
 Name-form methods (Name-only condition; surfaces only):
   exact                    same iff the surfaces are equal (fixed rule, nothing fitted)
-  nfkc_casefold            same iff equal after NFKC + casefold (fixed rule)
+  exact_normalised         same iff the surfaces have the same surface key (NFKC, casefold and
+                           the script-aware folds of builders/mher/text.py: the benchmark's
+                           normalisation, so it says `same` exactly on identical surfaces)
   levenshtein              rapidfuzz normalised Levenshtein similarity, DEV threshold
   jaro_winkler             rapidfuzz Jaro-Winkler similarity, DEV threshold
   tfidf_char               cosine of character 2-5-gram TF-IDF (fitted on DEV names), DEV threshold
@@ -22,7 +24,8 @@ Context methods (Context-only condition; the two contexts only):
   ctx_logistic             the six features above (char, word, Jaccard, sequence, length
                            difference, mean log length) standardised, logistic regression;
                            5-fold out-of-fold accuracy on DEV, then refit on all of DEV
-Embedding methods (sentence-transformers; model configurable, a local path works offline):
+Embedding methods (a local sentence-transformers model or an OpenAI-compatible
+/embeddings endpoint, see embeddings.py):
   embedding_name, embedding_context   cosine of normalised embeddings, DEV thresholds
                            (separate for names and contexts)
 
@@ -40,17 +43,17 @@ import numpy as np
 
 from histbench.builders.core.errors import EvalError
 from histbench.builders.mher.audit import Threshold, apply_threshold, best_threshold, jaccard
-from histbench.builders.mher.text import fold, normalise, tokens
+from histbench.builders.mher.text import fold, normalise, surface_key, tokens
 
 from .metrics import DIFFERENT, SAME
 
-NAME_METHODS = ("exact", "nfkc_casefold", "levenshtein", "jaro_winkler", "tfidf_char",
+NAME_METHODS = ("exact", "exact_normalised", "levenshtein", "jaro_winkler", "tfidf_char",
                 "unidecode_levenshtein", "unidecode_jaro_winkler", "unidecode_tfidf_char")
 CONTEXT_METHODS = ("ctx_tfidf_char", "ctx_tfidf_word", "ctx_jaccard", "ctx_sequence", "ctx_length", "ctx_logistic")
 EMBEDDING_METHODS = ("embedding_name", "embedding_context")
 LABELS = {
     "exact": "Exact match",
-    "nfkc_casefold": "Exact normalized match (NFKC + casefold)",
+    "exact_normalised": "Exact normalized match (surface key)",
     "levenshtein": "Unicode Levenshtein",
     "jaro_winkler": "Unicode Jaro-Winkler",
     "tfidf_char": "Unicode char 2-5-gram TF-IDF",
@@ -99,12 +102,15 @@ class Scorer:
 
 
 class EqualityScorer(Scorer):
+    """1 when the surfaces are equal: as written, or (`normalised`) after the surface key."""
+
     def __init__(self, normalised: bool):
         self.normalised = normalised
 
     def scores(self, views):
         if self.normalised:
-            left, right = _surfaces(views, folded=False)
+            left = [surface_key(v["a"]["surface"]) for v in views]
+            right = [surface_key(v["b"]["surface"]) for v in views]
         else:
             left = [v["a"]["surface"] for v in views]
             right = [v["b"]["surface"] for v in views]
@@ -201,7 +207,8 @@ class MeanLengthScorer(Scorer):
 
 
 class EmbeddingCache:
-    """A sentence-transformers model with a text -> vector cache (each text encoded once)."""
+    """An embedding model (sentence-transformers' `encode`) with a text -> vector cache, so
+    each text is encoded (or sent to an API) once."""
 
     def __init__(self, model):
         self.model = model
@@ -238,18 +245,6 @@ class EmbeddingScorer(Scorer):
             return np.zeros(0)
         a, b = self.cache.encode(left), self.cache.encode(right)
         return np.einsum("ij,ij->i", a, b).astype(float)
-
-
-def load_embedding_model(spec: str):
-    """A sentence-transformers model from a local path or a Hub id (offline: a path)."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise EvalError("the embedding baseline needs sentence-transformers (pip install 'histbench[eval]')") from exc
-    try:
-        return SentenceTransformer(spec, device="cpu")
-    except Exception as exc:  # noqa: BLE001 - the library raises many kinds; name the model
-        raise EvalError(f"cannot load the sentence-transformers model {spec!r}: {exc}", field="--embedding-model") from exc
 
 
 @dataclass
@@ -360,7 +355,7 @@ def fit_baselines(dev_name_views, dev_name_gold, dev_context_views, dev_context_
     Context-only DEV views."""
     fitted = [
         fit_threshold_baseline("exact", EqualityScorer(False), "name_only", dev_name_views, dev_name_gold, fixed=True),
-        fit_threshold_baseline("nfkc_casefold", EqualityScorer(True), "name_only", dev_name_views, dev_name_gold,
+        fit_threshold_baseline("exact_normalised", EqualityScorer(True), "name_only", dev_name_views, dev_name_gold,
                                fixed=True),
     ]
     for folded in (False, True):

@@ -11,13 +11,18 @@ Encodings: gold 0 = same, 1 = different (binary core); action 0 = same, 1 = diff
   averaged) and log loss (-log p_gold, clipped at machine epsilon as scikit-learn does).
 - Wilson 95% intervals (statsmodels), exact two-sided McNemar (scipy binomial test) with
   Bonferroni adjustment over models.
-- paired item bootstrap: all accuracies and differences share one resample matrix (index
-  resamples tallied into per-item draw counts by histbench.eval.stats.bootstrap_counts),
-  so 200,000 resamples are one matrix product.
-- entity-cluster bootstrap: canonical persons are resampled with replacement; an item's
-  weight in a resample is the mean draw count of its (distinct) persons (a different pair
-  is shared half and half between its two persons), and the gain is the weighted mean of
-  item gains, which equals the plain pair-level gain when every person is drawn once.
+- paired item bootstrap: all accuracies and differences share one set of resamples (index
+  resamples tallied into per-item draw counts by histbench.eval.stats, block by block),
+  so 200,000 resamples are a few matrix products.
+- entity-cluster bootstrap (section 7.4, Table 6): canonical persons are resampled with
+  replacement, as many draws as persons, and a resample's gain is computed from the items
+  of the drawn persons. Estimator `distinct-items` (the default, the paper's: derived from
+  Table 6 in docs/mher.md): every item with at least one drawn person enters once,
+  however often its persons were drawn, and the gain is the plain mean over those items.
+  Estimator `draw-weighted`: an item weighs the mean draw count of its distinct persons (a
+  different pair is shared half and half), a cluster bootstrap that keeps multiplicity and
+  reduces to the pair-level gain when every person is drawn once. All gains (one column per
+  model) share the same person draws.
 - one-pair-per-entity thinning: repeated random maximal subsets in which no person occurs
   in two items; the gain on each subset.
 - leave-one-entity-out: the gain after removing every item that involves one person.
@@ -116,8 +121,12 @@ def transitions(correct_before, correct_after) -> dict:
 
 
 def bonferroni(p_values: Sequence[float], m: int | None = None) -> list[float]:
+    """Bonferroni-adjusted p-values over a family of `m` tests (default: the p-values
+    given); `m` may exceed their number when the family was fixed in advance."""
     m = len(p_values) if m is None else m
-    return [min(1.0, p * m) for p in p_values]
+    if m < len(p_values):
+        raise ValueError(f"a family of {m} tests cannot hold {len(p_values)} p-values")
+    return [min(1.0, p * m) if np.isfinite(p) else float("nan") for p in p_values]
 
 
 def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]], n_resamples: int = DEFAULT_BOOTSTRAP,
@@ -127,14 +136,16 @@ def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]]
     correct: (n, k) 0/1 matrix (columns = system x condition, rows = the same items);
     comparisons: (after, before) column pairs; returns per-column accuracy intervals and,
     per comparison, the difference (after - before) with its percentile interval and
-    bootstrap mean. All statistics share one resample matrix.
+    bootstrap mean. All statistics share one set of resamples, drawn block by block
+    (`counts`, the whole (B, n) count matrix, may be given instead).
     """
     correct = np.asarray(correct, dtype=np.float64)
     n, k = correct.shape
-    if counts is None:
-        counts = stats.bootstrap_counts(n, n_resamples, seed)
+    blocks = [counts] if counts is not None else stats.iter_bootstrap_counts(n, n_resamples, seed, dtype=np.float32)
     # float32 is exact here: counts and 0/1 (or thirds-rounded) values sum to at most a few hundred
-    means = (counts.astype(np.float32) @ correct.astype(np.float32)).astype(np.float64) / n
+    values = correct.astype(np.float32)
+    means = np.concatenate([np.asarray(block, dtype=np.float32) @ values for block in blocks]).astype(np.float64)
+    means /= n
     low, high = stats.percentile_interval(means, level)
     point = correct.mean(axis=0) if n else np.full(k, np.nan)
     out = {"accuracy": [{"estimate": float(point[j]), "low": float(low[j]), "high": float(high[j])} for j in range(k)],
@@ -166,32 +177,53 @@ def entity_incidence(entities: Sequence[Sequence[str]]) -> tuple[list[str], np.n
     return persons, incidence
 
 
+CLUSTER_ESTIMATORS = ("distinct-items", "draw-weighted")
+DEFAULT_CLUSTER_ESTIMATOR = "distinct-items"
+
+
 def cluster_bootstrap(values, entities: Sequence[Sequence[str]], n_resamples: int = DEFAULT_BOOTSTRAP, seed: int = 0,
-                      level: float = stats.DEFAULT_LEVEL, chunk: int = 50_000) -> dict:
+                      level: float = stats.DEFAULT_LEVEL, estimator: str = DEFAULT_CLUSTER_ESTIMATOR,
+                      chunk: int = 50_000) -> dict | list[dict]:
     """Entity-cluster bootstrap of the mean of per-item `values` (e.g. paired gains).
 
-    Persons are drawn with replacement; each item's weight in a resample is the mean of
-    its persons' draw counts (`entity_incidence`), so an item whose persons are all
-    absent drops out, and with every person drawn once the estimate is the plain item
-    mean. The statistic is the weighted mean of the item values."""
+    Persons are drawn with replacement (as many draws as persons). `estimator`:
+    "distinct-items" (the paper's, section 7.4): the resample is the set of items with at
+    least one drawn person, each once, and the statistic is their plain mean;
+    "draw-weighted": each item weighs the mean draw count of its distinct persons
+    (`entity_incidence`) and the statistic is the weighted mean. `values` is (n,) or (n, k)
+    (k models on the same items, one result each, the same draws for all)."""
+    if estimator not in CLUSTER_ESTIMATORS:
+        raise ValueError(f"cluster bootstrap estimator must be one of {', '.join(CLUSTER_ESTIMATORS)}, "
+                         f"not {estimator!r}")
     values = np.asarray(values, dtype=np.float64)
+    single = values.ndim == 1
+    matrix = values[:, None] if single else values
+    k = matrix.shape[1]
     persons, incidence = entity_incidence(entities)
     e = len(persons)
     if e == 0:
-        return {"estimate": float("nan"), "bootstrap_mean": float("nan"), "low": float("nan"), "high": float("nan"),
-                "entities": 0}
-    estimate = float(values.mean())
-    samples = []
-    for number, start in enumerate(range(0, n_resamples, chunk)):
-        size = min(chunk, n_resamples - start)
-        weights = stats.bootstrap_counts(e, size, seed + number).astype(np.float64) @ incidence
-        total = weights.sum(axis=1)
+        empty = {"estimate": float("nan"), "bootstrap_mean": float("nan"), "low": float("nan"), "high": float("nan"),
+                 "entities": 0, "estimator": estimator}
+        return empty if single else [dict(empty) for _ in range(k)]
+    # float32 is exact: draw counts, 0/1 and halves, and integer gains sum to a few hundred at most
+    link = (incidence > 0).astype(np.float32) if estimator == "distinct-items" else incidence.astype(np.float32)
+    gains = matrix.astype(np.float32)
+    samples = np.empty((n_resamples, k))
+    start = 0
+    for draws in stats.iter_bootstrap_counts(e, n_resamples, seed, chunk=chunk, dtype=np.float32):
+        weights = draws @ link
+        if estimator == "distinct-items":
+            weights = (weights > 0).astype(np.float32)
+        total = weights.sum(axis=1, dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            samples.append((weights @ values) / total)
-    samples = np.concatenate(samples)
+            samples[start:start + len(draws)] = (weights @ gains).astype(np.float64) / total[:, None]
+        start += len(draws)
     low, high = stats.percentile_interval(samples, level)
-    return {"estimate": estimate, "bootstrap_mean": float(np.nanmean(samples)), "low": float(low), "high": float(high),
-            "entities": e}
+    estimate = matrix.mean(axis=0)
+    boot_mean = np.nanmean(samples, axis=0)
+    results = [{"estimate": float(estimate[j]), "bootstrap_mean": float(boot_mean[j]), "low": float(low[j]),
+                "high": float(high[j]), "entities": e, "estimator": estimator} for j in range(k)]
+    return results[0] if single else results
 
 
 def one_pair_per_entity(values, entities: Sequence[Sequence[str]], repetitions: int = 2000, seed: int = 0,
@@ -232,12 +264,20 @@ def leave_one_entity_out(values, entities: Sequence[Sequence[str]]) -> dict:
             "per_entity": per_entity}
 
 
-def slice_accuracy(correct, mask) -> dict:
+def slice_accuracy(correct, mask, action=None, gold=None) -> dict:
+    """Correct decisions on the items of `mask`; with `action` and `gold`, also how the
+    others went: abstentions, false same merges, missed same pairs."""
     correct = np.asarray(correct, dtype=bool)
     mask = np.asarray(mask, dtype=bool)
     n = int(mask.sum())
     k = int(correct[mask].sum())
-    return {"n": n, "correct": k, "accuracy": k / n if n else float("nan")}
+    out = {"n": n, "correct": k, "accuracy": k / n if n else float("nan")}
+    if action is not None and gold is not None:
+        action, gold = np.asarray(action)[mask], np.asarray(gold)[mask]
+        out["abstained"] = int((action == AMBIGUOUS).sum())
+        out["false_same"] = int(((action == SAME) & (gold == DIFFERENT)).sum())
+        out["missed_same"] = int(((action == DIFFERENT) & (gold == SAME)).sum())
+    return out
 
 
 def prominence_spearman(correct, persons: Sequence[str], prominence: Sequence[str | None]) -> dict:

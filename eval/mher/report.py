@@ -1,17 +1,22 @@
-"""`histbench report mher`: Tables 2-7 of the paper (and the section 7-8 analyses) from runs.
+"""`histbench report mher`: Tables 2-7 and Figures 2-4 of the paper (and the section 7-8
+analyses) from runs.
 
     histbench report mher runs/mher-baselines runs/gptx runs/qwen --out reports/mher
 
 Table 2 comes from `--baselines` runs; Tables 3-7 from model runs and reference systems.
 The report folder gets index.md / index.html / report.json (every number), the figures,
-and `source_grounded_errors.csv` (every Source-grounded error with its rationale, for the
-manual coding of Table 7).
+and `source_grounded_errors.csv` (every Source-grounded error with its rationales, for the
+manual coding of Table 7, read back on the next report; coding.py).
+
+Options that change a statistic (each recorded in report.json): `--bonferroni-family` /
+`--bonferroni-tests` (the family of the Bonferroni adjustment: by default the generative
+models of the report), `--cluster-bootstrap` (Table 6's estimator, by default the paper's
+distinct-items one), `--error-codes` (a coded copy of the error listing kept elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 from pathlib import Path
 
@@ -21,8 +26,10 @@ from histbench.builders.core.progress import log
 from histbench.eval.report import ReportSection, markdown_table, write_report
 
 from . import metrics as M
-from .analysis import SHUFFLES, System, analyse_models, baseline_table
+from .analysis import CHALLENGES, SHUFFLES, System, analyse_models, baseline_table
+from .coding import ERRORS_CSV, UNCODED, code_errors, coded_counts
 from .data import Bench, Run, load_bench, read_run
+from .figures import FIGURE_TITLES, figures
 
 DEFAULT_REPORT_DIR = Path("reports/mher")
 CONDITION_NAMES = {"name_only": "Name-only", "context_only": "Context-only", "source_grounded": "Source-grounded",
@@ -40,6 +47,18 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thinning", type=int, default=2000, help="one-pair-per-entity repetitions (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="resampling seed (default 0)")
     parser.add_argument("--split", choices=["test", "dev"], default="test", help="split to report (default test)")
+    parser.add_argument("--bonferroni-family", nargs="+", metavar="SYSTEM",
+                        help="systems (report labels) forming the Bonferroni family (default: every generative model "
+                             "run; reference systems and baselines are outside it)")
+    parser.add_argument("--bonferroni-tests", type=int, metavar="M",
+                        help="number of tests in the family when it was fixed in advance and is larger than the runs "
+                             "reported (e.g. 5, the paper's five models, when re-running one of them)")
+    parser.add_argument("--cluster-bootstrap", choices=M.CLUSTER_ESTIMATORS, default=M.DEFAULT_CLUSTER_ESTIMATOR,
+                        help="Table 6 estimator: distinct-items (default, the paper's: each item of a drawn person "
+                             "counted once) or draw-weighted (items weighted by their persons' draw counts)")
+    parser.add_argument("--error-codes", type=Path, metavar="CSV",
+                        help=f"read the Table 7 categories from this coded copy of {ERRORS_CSV} (never written); by "
+                             f"default from {ERRORS_CSV} in --out once a person has coded it")
 
 
 def pct(value, digits: int = 2) -> str:
@@ -76,7 +95,7 @@ def table2(rows: list[dict], split: str = "test") -> str:
         threshold = row.get("threshold")
         if threshold:
             rule = threshold["rule"]
-        elif row["system"] in ("exact", "nfkc_casefold"):
+        elif row["system"] in ("exact", "exact_normalised"):
             rule = "same iff equal (fixed)"
         else:
             rule = "logistic, p(same) >= 0.5"
@@ -117,6 +136,19 @@ def table4(models: dict) -> str:
                                  "Bonferroni p"])
 
 
+def bonferroni_note(analysis: dict) -> str:
+    family = analysis.get("bonferroni", {})
+    members = family.get("members", [])
+    if not members:
+        return ("No generative model is in this report, so no Bonferroni adjustment is shown (name a family with "
+                "`--bonferroni-family`).")
+    m = family.get("size") or len(members)
+    who = "the systems named with `--bonferroni-family`" if family.get("named") else "the generative models"
+    extra = f", a family fixed at {m} tests" if family.get("size") else ""
+    return (f"Bonferroni p: McNemar p × {m} over {who} ({', '.join(members)}{extra}); systems outside the family "
+            "have no adjusted p.")
+
+
 def table5(models: dict) -> str:
     rows = []
     for label, res in models.items():
@@ -146,7 +178,7 @@ def table6(models: dict) -> str:
     rows = []
     for label, res in models.items():
         rob = res.get("entity_robustness")
-        if not rob:
+        if not rob or "cluster_bootstrap" not in rob:
             continue
         cb, th, loo = rob["cluster_bootstrap"], rob["thinning"], rob["leave_one_entity_out"]
         rows.append({"Model": label, "Pair gain (pp)": signed(rob["pair_gain"]),
@@ -159,6 +191,8 @@ def table6(models: dict) -> str:
 
 
 def table7(models: dict) -> str:
+    """The automatic part of Table 7: each system's Source-grounded errors by direction,
+    name-induced (Context-only was right) or persistent (Context-only was wrong too)."""
     rows = []
     names = {"false_same_merge": "False same merge", "missed_same": "Missed same", "abstention": "Abstention"}
     for label, res in models.items():
@@ -174,6 +208,41 @@ def table7(models: dict) -> str:
         rows.append({"Model": label, "Source-grounded error": "**all errors**", "Name-induced": "", "Persistent": "",
                      "Total": err["errors"]})
     return markdown_table(rows, ["Model", "Source-grounded error", "Name-induced", "Persistent", "Total"])
+
+
+def table7_coded(analysis: dict, coding: dict) -> str:
+    """Table 7 as in the paper: the person-coded categories x name-induced / persistent."""
+    rows = []
+    for label, table in coded_counts(analysis, coding).items():
+        for category, cell in table.items():
+            rows.append({"Model": label, "Error category": category, "Name-induced": cell["name_induced"],
+                         "Persistent": cell["persistent"], "Total": cell["total"]})
+        total = {k: sum(c[k] for c in table.values()) for k in ("name_induced", "persistent", "total")}
+        rows.append({"Model": label, "Error category": "**Total**", "Name-induced": total["name_induced"],
+                     "Persistent": total["persistent"], "Total": total["total"]})
+    return markdown_table(rows, ["Model", "Error category", "Name-induced", "Persistent", "Total"])
+
+
+def coding_note(coding: dict) -> str:
+    if not coding["errors"]:
+        return "No system made a Source-grounded error, so there is nothing to code."
+    parts = []
+    if coding["codes_file"]:
+        parts.append(f"Categories read from `{Path(coding['codes_file']).name}` ({len(coding['codes'])} of "
+                     f"{coding['errors']} errors coded).")
+    else:
+        parts.append(f"No category is coded yet: code the `category` column of `{ERRORS_CSV}` with the Table 7 "
+                     "categories (sources/mher/error_categories.yaml) and rerun the report.")
+    if coding["listing_was_coded"]:
+        parts.append(f"`{ERRORS_CSV}` holds a person's coding and was left as it is.")
+    if coding["uncoded"] and coding["codes_file"]:
+        parts.append(f"{coding['uncoded']} error(s) of these runs have no code (listed in "
+                     "`source_grounded_errors.uncoded.csv`); they count as '" + UNCODED + "'.")
+    if coding["stale"]:
+        first = coding["stale"][0]
+        parts.append(f"{len(coding['stale'])} coded row(s) are not Source-grounded errors of these runs and are left "
+                     f"out (first: {first['model']} {first['pair_id']}).")
+    return " ".join(parts)
 
 
 def probability_table(models: dict) -> str:
@@ -242,71 +311,35 @@ def unresolved_table(models: dict) -> str:
                                  "Mean p(ambiguous)"])
 
 
-def figures(analysis: dict, out_dir: Path, prefix: str = "") -> list[Path]:
-    """Figure 2 (paired accuracies and gains) and Figure 4 (outcome composition)."""
-    import matplotlib
+def aggregate_table(aggregate: dict) -> str:
+    """Model-item decisions summed over the family (sections 8.1, 7.3, 8.5)."""
+    rows = []
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def cell(counts):
+        if not counts:
+            return ""
+        text = f"{counts['correct']}/{counts['n']}"
+        others = [f"{counts[k]} {name}" for k, name in (("abstained", "ambiguous"), ("false_same", "false same"),
+                                                        ("missed_same", "missed same")) if counts.get(k)]
+        return text + (f" ({', '.join(others)})" if others else "")
 
-    models = {k: v for k, v in analysis.get("models", {}).items() if "source_grounded-name_only" in
-              v.get("bootstrap_difference", {})}
-    if not models:
-        return []
-    out_dir.mkdir(parents=True, exist_ok=True)
-    labels = list(models)
-    paths = []
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 0.6 * len(labels) + 2.2))
-    y = range(len(labels))
-    name = [100 * models[m]["paired"]["name_only"]["accuracy"] for m in labels]
-    source = [100 * models[m]["paired"]["source_grounded"]["accuracy"] for m in labels]
-    ax1.scatter(name, y, label="Name-only", marker="o")
-    ax1.scatter(source, y, label="Source-grounded", marker="s")
-    for i in y:
-        ax1.plot([name[i], source[i]], [i, i], color="grey", lw=0.8, zorder=0)
-    ax1.set_yticks(list(y), labels)
-    ax1.set_xlabel("accuracy (%)")
-    ax1.set_xlim(-2, 102)
-    ax1.legend(loc="lower right", fontsize=8)
-    ax1.set_title("A. Paired accuracy")
-    diffs = [models[m]["bootstrap_difference"]["source_grounded-name_only"] for m in labels]
-    est = [100 * d["estimate"] for d in diffs]
-    err = [[100 * (d["estimate"] - d["low"]) for d in diffs], [100 * (d["high"] - d["estimate"]) for d in diffs]]
-    ax2.errorbar(est, list(y), xerr=err, fmt="o", capsize=3)
-    ax2.axvline(0, color="grey", lw=0.8)
-    ax2.set_yticks(list(y), [""] * len(labels))
-    ax2.set_xlabel("Source − Name (pp), paired bootstrap 95% CI")
-    ax2.set_title("B. Paired gain")
-    fig.tight_layout()
-    path = out_dir / f"{prefix}paired_accuracy.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
+    for name in CHALLENGES:
+        counts = aggregate["slices"].get(name, {})
+        rows.append({"Slice (paired items)": name.replace("_", "-"), "Name-only correct": cell(counts.get("name_only")),
+                     "Context-only correct": cell(counts.get("context_only")),
+                     "Source-grounded correct": cell(counts.get("source_grounded"))})
+    table = markdown_table(rows, ["Slice (paired items)", "Name-only correct", "Context-only correct",
+                                  "Source-grounded correct"])
+    unresolved = aggregate.get("unresolved")
+    if unresolved:
+        table += (f"\n\nExpert-unresolved questions answered `ambiguous`: {unresolved['ambiguous']}/"
+                  f"{unresolved['n']} model-item decisions.")
+    return table
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.6 * len(labels) + 2.2), sharey=True)
-    for ax, condition, title in zip(axes, ("name_only", "source_grounded"), ("Name-only", "Source-grounded"),
-                                    strict=True):
-        correct, wrong, abstain = [], [], []
-        for m in labels:
-            met = models[m]["paired"][condition]
-            correct.append(100 * met["accuracy"])
-            abstain.append(100 * met["abstention"])
-            wrong.append(100 - correct[-1] - abstain[-1])
-        ax.barh(list(y), correct, color="#4c9a5b", label="correct")
-        ax.barh(list(y), wrong, left=correct, color="#c8553d", label="incorrect")
-        ax.barh(list(y), abstain, left=[c + w for c, w in zip(correct, wrong, strict=True)], color="#bbbbbb",
-                label="ambiguous")
-        ax.set_yticks(list(y), labels)
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("% of paired items")
-        ax.set_title(title)
-    axes[1].legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    path = out_dir / f"{prefix}outcome_composition.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
-    return paths
+
+def _figure_markdown(name: str, path: Path, link_prefix: str) -> str:
+    title = FIGURE_TITLES[name]
+    return f"![{title}]({link_prefix}{path.name})\n\n*{title}.*"
 
 
 def _systems_from_runs(runs: list[Run]) -> tuple[list[tuple[Run, dict]], list[System]]:
@@ -327,7 +360,12 @@ def _systems_from_runs(runs: list[Run]) -> tuple[list[tuple[Run, dict]], list[Sy
 
 
 def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int, seed: int, thinning: int,
-                   split: str = "test", figure_prefix: str = "", link_prefix: str = "") -> tuple[list[ReportSection], dict]:
+                   split: str = "test", figure_prefix: str = "", link_prefix: str = "",
+                   family: list[str] | None = None, family_size: int | None = None,
+                   cluster_estimator: str = M.DEFAULT_CLUSTER_ESTIMATOR,
+                   error_codes: Path | None = None) -> tuple[list[ReportSection], dict]:
+    """The report's sections and numbers; writes the figures and the Table 7 error listing
+    (coding.py) into `out_dir`."""
     baseline_runs, systems = _systems_from_runs(runs)
     sections: list[ReportSection] = []
     data: dict = {"baselines": [], "analysis": {}}
@@ -336,81 +374,97 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
         data["baselines"].append({"run": str(run.path), "rows": rows})
         n_name = len(bench.items("name_only", split))
         n_ctx = len(bench.items("context_only", split))
+        embedding = info.get("embedding_model") or {}
+        flag = ""
+        if isinstance(embedding, dict) and embedding.get("coverage") == "English-only":
+            flag = (f" The embedding rows use {embedding['name']}, an English-only model (the paper's embedding "
+                    "baseline is multilingual): on names in Mongolian, Persian, Chinese and Latin scripts it is not "
+                    "the paper's baseline.")
         sections.append(ReportSection(
             f"Table 2: non-generative baselines ({split.upper()})",
             f"Name-form methods on the full Name-only {split.upper()} set ({n_name} items); context methods on the "
             f"paired Context-only {split.upper()} subset ({n_ctx} items). Every threshold, vocabulary and fit was "
-            "chosen on DEV only.\n\n" + table2(rows, split),
+            f"chosen on DEV only.{flag}\n\n" + table2(rows, split),
         ))
-    analysis = analyse_models(bench, systems, resamples=resamples, seed=seed, thinning=thinning, split=split)
+    analysis = analyse_models(bench, systems, resamples=resamples, seed=seed, thinning=thinning, split=split,
+                              family=family, family_size=family_size, cluster_estimator=cluster_estimator)
     data["analysis"] = analysis
-    if analysis:
-        models = analysis["models"]
-        n_full = len(bench.items("name_only", split))
-        n_paired = analysis["paired_items"]
-        kinds = {res["kind"] for res in models.values()}
-        note = ""
-        if "reference" in kinds:
-            note = ("Reference systems (deterministic logistic models on similarity features, fitted on DEV) stand in "
-                    "for language models here; they never abstain.\n\n")
-        sections.append(ReportSection(f"Table 3: Name-only behaviour on the full {split.upper()} set",
-                                      f"{note}{n_full} items; ambiguous counts as wrong; Wilson 95% intervals.\n\n"
-                                      + table3(models)))
-        figs = figures(analysis, out_dir, figure_prefix)
-        fig_md = "".join(f"\n\n![{p.stem}]({link_prefix}{p.name})" for p in figs)
+    if not analysis:
+        return sections, data
+    models = analysis["models"]
+    n_full = len(bench.items("name_only", split))
+    n_paired = analysis["paired_items"]
+    kinds = {res["kind"] for res in models.values()}
+    note = ""
+    if "reference" in kinds:
+        note = ("Reference systems (deterministic logistic models on similarity features, fitted on DEV) stand in "
+                "for language models here; they never abstain.\n\n")
+    rationales = {(p.system, p.condition, p.item_id): p.rationale for run in runs for p in run.predictions
+                  if p.condition in ("source_grounded", "context_only")}
+    coding = code_errors(analysis, rationales, out_dir, error_codes)
+    data["table7_coding"] = coding
+    made = figures(analysis, out_dir, figure_prefix)
+
+    def figure_section(name: str, text: str) -> None:
+        if name in made:
+            sections.append(ReportSection(FIGURE_TITLES[name] + f" ({split.upper()})",
+                                          text + "\n\n" + _figure_markdown(name, made[name], link_prefix),
+                                          figures=[made[name]]))
+
+    sections.append(ReportSection(f"Table 3: Name-only behaviour on the full {split.upper()} set",
+                                  f"{note}{n_full} items; ambiguous counts as wrong; Wilson 95% intervals.\n\n"
+                                  + table3(models)))
+    sections.append(ReportSection(
+        f"Table 4: primary paired result (the same {n_paired} identity questions)",
+        f"Accuracy (%) under Name-only and Source-grounded evidence; Δ with a paired item-bootstrap 95% interval "
+        f"({analysis['resamples']:,} resamples); exact two-sided McNemar on the discordant pairs. "
+        f"{bonferroni_note(analysis)}\n\n" + table4(models)))
+    figure_section("paired_accuracy", "Panel A: accuracy under both conditions; panel B: the paired gain with its "
+                                      "bootstrap interval (Table 4).")
+    sections.append(ReportSection(
+        "Table 5: falsification and ablation",
+        "Context-only removes names, languages and scripts; the three shuffles reassign contexts by fixed "
+        "derangements (disclosed to the model) and are reported separately; Δ S−Shuf uses their mean.\n\n"
+        + table5(models)))
+    figure_section("falsification", "Bars: the range of the three shuffled controls (A, B, C marked); triangle: "
+                                    "Context-only; square: Source-grounded; beside each system: Source-grounded "
+                                    "minus Context-only (pp).")
+    estimator = analysis["cluster_estimator"]
+    how = ("each item of a drawn person enters once, however often its persons are drawn (the paper's estimator, "
+           "docs/mher.md)" if estimator == "distinct-items" else
+           "each item weighs the mean draw count of its persons (`--cluster-bootstrap draw-weighted`)")
+    sections.append(ReportSection(
+        "Table 6: repeated-entity robustness",
+        f"Cluster bootstrap resamples canonical persons ({analysis['resamples']:,} resamples): {how}; "
+        f"one-pair-per-entity thinning repeated {analysis['thinning_repetitions']:,} times; LOO removes every "
+        "item of one person.\n\n" + table6(models)))
+    sections.append(ReportSection(
+        "Table 7: Source-grounded errors (coded categories and error structure)",
+        "Name-induced: Context-only was correct on the item; persistent: Context-only was also wrong. "
+        f"{coding_note(coding)}\n\n" + table7_coded(analysis, coding) + "\n\nBy direction of the error:\n\n"
+        + table7(models)))
+    sections.append(ReportSection("Section 8.3: probabilistic quality and abstention by condition",
+                                  "3-way Brier and log loss against the one-hot binary gold.\n\n"
+                                  + probability_table(models)))
+    figure_section("outcome_composition", "Correct, incorrect and ambiguous shares of the paired items.")
+    sections.append(ReportSection("Section 8.1: challenge slices", slice_table(models)))
+    aggregate = analysis["aggregate"]
+    if aggregate["systems"]:
         sections.append(ReportSection(
-            f"Table 4: primary paired result (the same {n_paired} identity questions)",
-            f"Accuracy (%) under Name-only and Source-grounded evidence; Δ with a paired item-bootstrap 95% interval "
-            f"({analysis['resamples']:,} resamples); exact two-sided McNemar on the discordant pairs, Bonferroni over "
-            "the models compared.\n\n" + table4(models) + fig_md, figures=figs))
-        sections.append(ReportSection(
-            "Table 5: falsification and ablation",
-            "Context-only removes names, languages and scripts; the three shuffles reassign contexts by fixed "
-            "derangements (disclosed to the model) and are reported separately; Δ S−Shuf uses their mean.\n\n"
-            + table5(models)))
-        sections.append(ReportSection(
-            "Table 6: repeated-entity robustness",
-            "Cluster bootstrap resamples canonical persons (an item weighs the mean draw count of its persons); "
-            f"one-pair-per-entity thinning repeated {analysis['thinning_repetitions']:,} times; LOO removes every "
-            "item of one person.\n\n" + table6(models)))
-        sections.append(ReportSection(
-            "Table 7: structure of the Source-grounded errors",
-            "Name-induced: Context-only was correct on the item; persistent: Context-only was also wrong. The "
-            "qualitative categories of the paper are coded by hand from `source_grounded_errors.csv`.\n\n"
-            + table7(models)))
-        sections.append(ReportSection("Probabilistic quality and abstention by condition (section 8.3)",
-                                      "3-way Brier and log loss against the one-hot binary gold.\n\n"
-                                      + probability_table(models)))
-        sections.append(ReportSection("Challenge slices (section 8.1)", slice_table(models)))
-        sections.append(ReportSection(
-            "Prominence (section 8.4)",
-            "Same items of the full Name-only set, averaged within person (head / mid / long-tail columns: "
-            "entity-macro Name-only accuracy); Spearman ρ between ordinal prominence (long-tail < mid < head) and "
-            "accuracy, Bonferroni over models; last column: Source-grounded same items by stratum.\n\n" + prominence_table(models)))
-        if split == "test":
-            sections.append(ReportSection("Expert-unresolved sanity check (section 7.3)", unresolved_table(models)))
+            "Sections 8.1 and 7.3: decisions summed over the models",
+            f"Model-item decisions of {', '.join(aggregate['systems'])} (the Bonferroni family) on the paired items "
+            "(the paper: identical-surface 0/25 under Name-only and 24/25 under Source-grounded, the other an "
+            "abstention; near-surface 0/35 under Name-only; 50/50 unresolved answered ambiguous).\n\n"
+            + aggregate_table(aggregate)))
+    sections.append(ReportSection(
+        "Section 8.4: prominence",
+        "Same items of the full Name-only set, averaged within person (head / mid / long-tail columns: "
+        "entity-macro Name-only accuracy); Spearman ρ between ordinal prominence (long-tail < mid < head) and "
+        f"accuracy; {bonferroni_note(analysis)} Last column: Source-grounded same items by stratum.\n\n"
+        + prominence_table(models)))
+    if split == "test":
+        sections.append(ReportSection("Section 7.3: expert-unresolved sanity check", unresolved_table(models)))
     return sections, data
-
-
-def write_errors_csv(bench: Bench, runs: list[Run], analysis: dict, path: Path) -> None:
-    rationale = {}
-    for run in runs:
-        for p in run.predictions:
-            if p.condition in ("source_grounded", "context_only"):
-                rationale[(p.system, p.condition, p.item_id)] = p.rationale
-    _, systems = _systems_from_runs(runs)
-    by_label = {s.label: s for s in systems}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["model", "pair_id", "gold", "source_grounded_action", "context_only_correct",
-                         "source_grounded_rationale", "context_only_rationale", "category"])
-        for label, res in analysis.get("models", {}).items():
-            system = by_label[label].system
-            for item in res.get("source_errors", {}).get("items", []):
-                writer.writerow([label, item["pair_id"], item["gold"], item["action"], item["context_only_correct"],
-                                 rationale.get((system, "source_grounded", item["pair_id"])) or "",
-                                 rationale.get((system, "context_only", item["pair_id"])) or "", ""])
 
 
 def run_report(args: argparse.Namespace) -> None:
@@ -426,9 +480,9 @@ def run_report(args: argparse.Namespace) -> None:
             raise EvalError(f"run {run.path} was made on dataset data {recorded[:12]}, not on {built.path} "
                             f"({str(bench.identity.get('data_sha256'))[:12]})", file=run.path)
     out = Path(args.out)
-    sections, data = build_sections(bench, runs, out, args.resamples, args.seed, args.thinning, args.split)
-    if data["analysis"]:
-        write_errors_csv(bench, runs, data["analysis"], out / "source_grounded_errors.csv")
+    sections, data = build_sections(bench, runs, out, args.resamples, args.seed, args.thinning, args.split,
+                                    family=args.bonferroni_family, family_size=args.bonferroni_tests,
+                                    cluster_estimator=args.cluster_bootstrap, error_codes=args.error_codes)
     sections.append(ReportSection("Data", f"Dataset `{built.path}` (data sha256 `{bench.identity.get('data_sha256')}`); "
                                   f"runs: {', '.join(f'`{r.path}`' for r in runs)}.", data=data))
     index = write_report(sections, out, "MHER report")

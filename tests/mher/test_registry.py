@@ -116,3 +116,21 @@ def test_unresolved_question_needs_two_known_mentions(write_registry):
     with pytest.raises(SourceError) as caught:
         read_registry(write_registry(tables, name="ghost"))
     assert caught.value.field == "mention_b"
+
+
+def test_derived_from_cycle_is_an_error_naming_the_cycle(write_registry):
+    """Source independence (section 4.3) follows `derived_from` transitively; a cycle would
+    make every source of the loop an ancestor of itself, so it is refused."""
+    tables = synthetic_registry(4)
+    sources = tables["sources"]
+    sources[1]["derived_from"] = "S002"       # S001 <- S002 <- S010 <- S001
+    sources[2]["derived_from"] = "S010"
+    sources[3]["derived_from"] = "S001"
+    with pytest.raises(SourceError) as caught:
+        read_registry(write_registry(tables))
+    error = caught.value
+    assert "derived_from forms a cycle: S001 -> S002 -> S010 -> S001" in error.message
+    assert error.file.endswith("sources.csv") and error.row == "3" and error.field == "derived_from"
+    sources[3]["derived_from"] = "S000"        # the same chain without the loop reads
+    assert read_registry(write_registry(tables, name="acyclic")).source_ancestry("S001") == {"S001", "S002", "S010",
+                                                                                            "S000"}
