@@ -1,9 +1,10 @@
 """The `histbench` command: build, validate, push, eval, report, demo.
 
 Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
-(histbench.eval.<name>); this module only wires them into argparse. Any
-`HistbenchError` is printed as one line (plus its detail lines, if any) and the exit
-status is 2.
+(histbench.eval.<name>); this module only wires them into argparse, and the Python API
+(histbench.api) parses its keyword arguments with this same parser. Any `HistbenchError`
+is printed as one line (plus its detail lines, if any) and the exit status is 2; so is a
+missing optional dependency, with the extra that installs it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def _add_build(subparsers, builders) -> None:
                 spec.option, dest=f"input_{spec.role}", nargs="+" if spec.multiple else None,
                 metavar="DIR" if spec.kind == "directory" else "FILE", help=text,
             )
+        parser.add_argument(
+            "--sample", action="store_true",
+            help=f"build the small sample bundled with histbench (sources/{name}/sample/, with the options "
+                 "`histbench demo` uses) instead of your files",
+        )
         parser.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
         parser.add_argument("--seed", type=int, default=0, help="seed for every random choice (default: 0)")
         parser.add_argument(
@@ -55,29 +61,23 @@ def _add_build(subparsers, builders) -> None:
 
 
 def _run_build(args) -> None:
-    from histbench.builders.core.build import run_build
+    from histbench.api import build_from_args
 
-    builder = args.builder
-    given = {role: getattr(args, f"input_{role}") for role in args.input_roles}
-    out = run_build(
-        builder, given, options=builder.options_from_args(args), out_root=args.out, seed=args.seed,
-        allow_checksum_mismatch=args.allow_checksum_mismatch,
-    )
-    print(out)
+    print(build_from_args(args))
 
 
 def _run_validate(args) -> None:
-    from histbench.builders.core.validate import validate_build
+    from histbench.api import validate
 
-    result = validate_build(args.path, revision=args.revision)
+    result = validate(args.path, revision=args.revision)
     rows = sum(sum(splits.values()) for splits in result["rows"].values())
     print(f"ok: {result['benchmark']} {result['version']} at {result['path']} ({rows:,} rows, every file and row checked)")
 
 
 def _run_push(args) -> None:
-    from histbench.builders.core.hub import push_build
+    from histbench.api import push
 
-    result = push_build(args.path, args.repo_id, private=args.private, dry_run=args.dry_run)
+    result = push(args.path, args.repo_id, private=args.private, dry_run=args.dry_run)
     print(result.describe() if args.dry_run else f"uploaded: {result}")
 
 
@@ -182,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.func(args)
     except HistbenchError as error:
+        _print_error(error)
+        return EXIT_ERROR
+    except ModuleNotFoundError as exc:
+        from histbench.builders.core.extras import missing_dependency
+
+        error = missing_dependency(exc)
+        if error is None:
+            raise
         _print_error(error)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ from histbench.builders.core.errors import UsageError
 if TYPE_CHECKING:
     from histbench.builders.core.dataset import BuiltDataset
     from histbench.eval.report import ReportSection
+    from histbench.run_results import Results
 
 
 class BenchmarkEvaluator(ABC):
@@ -31,6 +32,16 @@ class BenchmarkEvaluator(ABC):
 
     def run_eval(self, args: argparse.Namespace) -> None:
         raise UsageError(f"{self.name} has no `histbench eval` command")
+
+    def run_folder(self, args: argparse.Namespace) -> Path | None:
+        """The run folder `run_eval(args)` writes, which `results` reads (default: --out)."""
+        out = getattr(args, "out", None)
+        return Path(out) if out else None
+
+    def results(self, run_dir: Path) -> Results:
+        """The metrics, per-item records and signature of a run folder (what
+        `histbench.evaluate` returns)."""
+        raise UsageError(f"{self.name} run folders cannot be read as results yet")
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Options of `histbench report <name>`."""

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.extras import require
 
 from .tei import (
     children,
@@ -297,11 +298,10 @@ def is_letter(path: Path) -> bool:
 
 def detect_language(text: str) -> str | None:
     """langdetect (seeded, deterministic) for letters whose TEI gives no language."""
-    try:
-        from langdetect import DetectorFactory, detect
-        from langdetect.lang_detect_exception import LangDetectException
-    except ImportError:  # pragma: no cover - langdetect is a dependency
-        return None
+    require("langdetect", "detecting the language of letters whose TEI gives none")
+    from langdetect import DetectorFactory, detect
+    from langdetect.lang_detect_exception import LangDetectException
+
     DetectorFactory.seed = 0
     try:
         return detect(text)

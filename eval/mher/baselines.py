@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.extras import require
 from histbench.builders.mher.audit import Threshold, apply_threshold, best_threshold, jaccard
 from histbench.builders.mher.text import fold, normalise, tokens
 
@@ -242,10 +243,7 @@ class EmbeddingScorer(Scorer):
 
 def load_embedding_model(spec: str):
     """A sentence-transformers model from a local path or a Hub id (offline: a path)."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise EvalError("the embedding baseline needs sentence-transformers (pip install 'histbench[eval]')") from exc
+    SentenceTransformer = require("sentence_transformers", "the embedding baseline").SentenceTransformer
     try:
         return SentenceTransformer(spec, device="cpu")
     except Exception as exc:  # noqa: BLE001 - the library raises many kinds; name the model

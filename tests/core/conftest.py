@@ -138,3 +138,105 @@ def toy_sample(toy_resources: Resources) -> Path:
 @pytest.fixture
 def make_toy_records():
     return make_records
+
+
+# --------------------------------------------------------------------------- installs
+# Real installs of histbench into fresh virtual environments (tests marked slow).
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def histbench_wheel(tmp_path_factory):
+    """(path, pip's output) of the wheel built from this checkout, once per session."""
+    import subprocess
+    import sys
+
+    import shutil
+
+    # Built from a copy of the checkout (tracked files and new ones not ignored): setuptools
+    # writes build metadata next to the sources, which must not land in the checkout.
+    source = tmp_path_factory.mktemp("source")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    for rel in filter(None, listed.split("\0")):
+        if (REPO / rel).is_file():
+            (source / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, source / rel)
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return next(out.glob("histbench-*.whl")), result.stdout + result.stderr
+
+
+def _closure(requirement: str) -> dict:
+    """Every installed distribution a requirement needs (extras and markers followed), by
+    normalised name -> Distribution; histbench itself excluded."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict = {}
+    wanted: dict[str, set] = {}
+    todo = [Requirement(requirement)]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        extras = set(req.extras)
+        if name in wanted and extras <= wanted[name]:
+            continue
+        wanted[name] = wanted.get(name, set()) | extras
+        dist = distribution(req.name)
+        if name != "histbench":
+            found[name] = dist
+        for text in dist.requires or []:
+            dep = Requirement(text)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in {"", *wanted[name]}):
+                todo.append(dep)
+    return found
+
+
+def linked_environment(root: Path, wheel: Path, extras: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> Path:
+    """A fresh virtual environment with histbench installed from `wheel` and exactly the
+    distributions that histbench[extras] (and `also`) need, linked from this test
+    environment rather than downloaded: what `pip install 'histbench[extras]'` gives, with
+    nothing else importable. Returns the environment's folder."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = venv / Path(sysconfig.get_path("purelib")).relative_to(sysconfig.get_path("data"))
+    requirement = f"histbench[{','.join(extras)}]" if extras else "histbench"
+    dists = _closure(requirement)
+    for extra in also:
+        dists.update(_closure(extra))
+    for dist in dists.values():
+        for top in sorted({f.parts[0] for f in dist.files or [] if f.parts and not f.parts[0].startswith("..")}):
+            if top == "__pycache__" or (site / top).exists():
+                continue
+            (site / top).symlink_to(dist.locate_file(top))
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-deps",
+         str(wheel)], capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return venv
+
+
+@pytest.fixture
+def linked_env(tmp_path, histbench_wheel):
+    """linked_env(extras=("build",), also=()) -> a fresh environment (see linked_environment)."""
+    counter = iter(range(100))
+
+    def make(extras: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> Path:
+        root = tmp_path / f"env{next(counter)}"
+        root.mkdir()
+        return linked_environment(root, histbench_wheel[0], tuple(extras), tuple(also))
+
+    return make
