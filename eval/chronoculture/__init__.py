@@ -34,6 +34,11 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
 
         run_eval(args)
 
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, metavar="RUN",
                             help="run folders of `histbench eval chronoculture` (same label twice = repeated runs, F.3)")

@@ -119,6 +119,16 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         _load_modes()
         mode_of(args).run(args)
 
+    def run_folder(self, args: argparse.Namespace) -> Path | None:
+        """--mode judge and --mode style score the --run folder; the other modes write --out."""
+        folder = args.run if getattr(args, "mode", None) in ("judge", "style") and getattr(args, "run", None) else args.out
+        return Path(folder) if folder else None
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")

@@ -60,6 +60,11 @@ class ItalianEvaluator(BenchmarkEvaluator):
         print(results_markdown([results]))
         print(f"\nresults: {Path(args.out) / 'results.json'}")
 
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")
         parser.add_argument("--out", type=Path, help="write index.md / index.html / report.json here")

@@ -32,6 +32,11 @@ class MherEvaluator(BenchmarkEvaluator):
 
         run_eval(args)
 
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .report import add_report_arguments
 

@@ -148,6 +148,11 @@ class ValenceEvaluator(BenchmarkEvaluator):
         else:
             print(f"next: histbench report valence {run.path}")
 
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
+
     # -- histbench report valence -------------------------------------------------------------
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
