@@ -1,4 +1,4 @@
-"""ChronoCulture builder: WVS and ISSP survey files -> temporal pairs (paper 001).
+"""ChronoCulture builder: WVS and ISSP survey files -> temporal pairs (Saha et al. 2026, ChronoCulture).
 
 `BUILDER` plugs into `histbench build chronoculture`; `distance` (normalised Wasserstein
 W and shift categories) is shared with the evaluator.

@@ -1,4 +1,5 @@
-"""Historical Italian benchmark (paper 003): eight tasks from TEI, CoNLL-U and RDF sources.
+"""Historical Italian benchmark (the paper "Repurposing and Adapting Language Resources for a
+Historical Italian Large Language Model Benchmark"): eight tasks from TEI, CoNLL-U and RDF sources.
 
 | config | source role(s) | paper |
 | --- | --- | --- |

@@ -1,4 +1,4 @@
-"""MHER evaluator (paper 002): baselines, the generative protocol, and the paired statistics.
+"""MHER evaluator: the baselines, the generative protocol and the paired statistics of the MHER paper.
 
     histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
     histbench eval mher --model api:MODEL@URL --dataset build/mher-1.0.0 --out runs/model
