@@ -12,7 +12,6 @@ would print; a missing optional dependency names the extra that installs it.
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import lru_cache
@@ -103,25 +102,33 @@ def push(folder: PathOrStr, repo_id: str, *, private: bool = False, dry_run: boo
 
 
 def evaluate(benchmark: str, model: str | list[str] | None = None, *, dataset: PathOrStr | None = None,
-             out: PathOrStr | None = None, baseline: str | list[str] | None = None, **options: Any) -> Results:
+             out: PathOrStr | None = None, baseline: str | list[str] | None = None,
+             **options: Any) -> Results | list[Results]:
     """Score a model (a model spec such as "hf:gpt2", "api:gpt-4o@https://api.openai.com/v1",
     "vllm:meta-llama/Llama-3.3-70B-Instruct", "offline:smollm2") or a baseline on a build,
-    and return its Results (metrics, per-item records, signature).
+    and return its Results (metrics, per-item records, signature); a list of them, one per
+    baseline, when several baselines are given.
 
     dataset: the build folder or Hub id (default: build/<benchmark>-<version>); out: the run
-    folder (created; an existing one is resumed, so nothing answered is asked again; default
-    runs/<benchmark>-<label, model or baseline>). Other options as `histbench eval BENCHMARK
-    --help` lists them (label, limit, revision, seed, ...).
+    folder (created; an existing one is resumed, so nothing answered is asked again; default:
+    the command's, as `histbench eval BENCHMARK --help` says). Other options as that help
+    lists them (label, limit, revision, seed, ...).
     """
+    from histbench.builders.core.errors import EvalError
+    from histbench.eval.plugin import run_evaluations
+
     with _dependencies():
         evaluator = _evaluator(benchmark)
         parser = _parser_for("eval", benchmark)
         args = _parse(["eval", benchmark], parser,
                       {"model": model, "dataset": dataset, "out": out, "baseline": baseline, **options})
-        if evaluator.run_folder(args) is None:
-            args.out = default_run_folder(benchmark, args)
-        evaluator.run_eval(args)
-        return evaluator.results(evaluator.run_folder(args))
+        found = []
+        for run in run_evaluations(evaluator, args):
+            folder = evaluator.run_folder(run)
+            if folder is None:
+                raise EvalError(f"{benchmark}: the evaluation did not say which run folder it wrote")
+            found.append(evaluator.results(folder))
+        return found[0] if len(found) == 1 else found
 
 
 def results(benchmark: str, run: PathOrStr) -> Results:
@@ -145,16 +152,6 @@ def report(benchmark: str, runs: PathOrStr | Results | Iterable[PathOrStr | Resu
         args = _parse(["report", benchmark], parser, {"out": out, **options}, positionals=folders)
         evaluator.run_report(args)
     return out
-
-
-def default_run_folder(benchmark: str, args: argparse.Namespace) -> Path:
-    """runs/<benchmark>-<label, model or baseline> for an evaluation given no run folder."""
-    name = getattr(args, "label", None)
-    for candidate in (getattr(args, "model", None), getattr(args, "baseline", None)):
-        if not name and candidate:
-            name = candidate if isinstance(candidate, str) else "+".join(str(c) for c in candidate)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name or "run")).strip("-.") or "run"
-    return Path("runs") / f"{benchmark}-{slug}"
 
 
 # --------------------------------------------------------------------------- plumbing

@@ -89,6 +89,8 @@ def _run_demo(args) -> None:
 
 
 def _evaluator_parsers(subparsers, evaluators, builders) -> None:
+    from histbench.eval.plugin import run_evaluations
+
     eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
     per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
@@ -97,7 +99,7 @@ def _evaluator_parsers(subparsers, evaluators, builders) -> None:
         title = builders[name].title
         parser = per_eval.add_parser(name, help=f"score models on {title}", description=f"Score models on {title}.")
         evaluator.add_eval_arguments(parser)
-        parser.set_defaults(func=lambda a, e=evaluator: e.run_eval(a))
+        parser.set_defaults(func=lambda a, e=evaluator: run_evaluations(e, a))
         parser = per_report.add_parser(name, help=f"tables and figures from {name} runs",
                                        description=f"Tables and figures from runs of `histbench eval {name}`.")
         evaluator.add_report_arguments(parser)

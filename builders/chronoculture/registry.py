@@ -47,7 +47,7 @@ files (checked at build time). Codes that appear in the data but are neither an 
 nor invalid are treated as invalid answers, counted and reported per question.
 
 The shipped registry covers questions documented from the public questionnaires, with
-paraphrased texts; users verify and extend it for their release (see the README).
+paraphrased texts; users verify and extend it for their release (see docs/chronoculture.md).
 """
 
 from __future__ import annotations

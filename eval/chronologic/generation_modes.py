@@ -110,7 +110,7 @@ def run_generate(args: argparse.Namespace) -> None:
         result = generate(built, backend, args.out, prompts=_prompts(args), prompt_style=args.prompt_style,
                           max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
                           sampling_seed=args.sampling_seed, system=args.system_prompt, limit=args.limit,
-                          permute_frames=args.permute_frames)
+                          permute_frames=args.permute_frames, label=args.label)
     finally:
         backend.close()
     counts = result["counts"]

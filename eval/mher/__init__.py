@@ -1,6 +1,6 @@
 """MHER evaluator: the baselines, the generative protocol and the paired statistics of the MHER paper.
 
-    histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
+    histbench eval mher --baseline table2 --dataset build/mher-1.0.0 --out runs/mher-baselines
     histbench eval mher --model api:MODEL@URL --dataset build/mher-1.0.0 --out runs/model
     histbench report mher runs/mher-baselines runs/model --out reports/mher
 

@@ -149,10 +149,9 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def histbench_wheel(tmp_path_factory):
     """(path, pip's output) of the wheel built from this checkout, once per session."""
+    import shutil
     import subprocess
     import sys
-
-    import shutil
 
     # Built from a copy of the checkout (tracked files and new ones not ignored): setuptools
     # writes build metadata next to the sources, which must not land in the checkout.

@@ -41,7 +41,7 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
 
     run = histbench.evaluate("chronologic", baseline="random", dataset=folder)
     assert isinstance(run, histbench.Results) and run.benchmark == "chronologic"
-    assert run.path == Path("runs/chronologic-random")         # the default run folder
+    assert run.path == Path("runs/chronologic/likelihood-random")   # the command's default run folder
     assert run.label == "random choice"
     assert run.signature.startswith("histbench:") and "|model:baseline:random|" in run.signature
     assert [r["question_number"] for r in run.records] == sorted(questions["question_number"])
@@ -99,7 +99,7 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
     assert {r["period"] for r in run.records} == {"undated", "old", "new"}
 
     mher = histbench.build("mher", sample=True)
-    baselines = histbench.evaluate("mher", baselines=True, dataset=mher, out="runs/mher-baselines")
+    baselines = histbench.evaluate("mher", baseline="table2", dataset=mher, out="runs/mher-baselines")
     exact = baselines.metrics["exact"]["name_only"]["test"]
     assert exact["n"] == sum(1 for r in baselines.records if r["system"] == "exact" and r["split"] == "test")
     assert 0 <= exact["accuracy_low"] <= exact["accuracy"] <= exact["accuracy_high"] <= 1
