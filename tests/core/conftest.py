@@ -199,27 +199,52 @@ def _closure(requirement: str) -> dict:
     return found
 
 
+def _hardlink(source: Path, target: Path) -> None:
+    """A copy made of hard links (no data copied; pip removing it later leaves the original)."""
+    import os
+    import shutil
+
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+
+    if source.is_dir():
+        shutil.copytree(source, target, copy_function=link, symlinks=True)
+    else:
+        link(source, target)
+
+
+def site_packages(venv: Path) -> Path:
+    import sysconfig
+
+    return venv / Path(sysconfig.get_path("purelib")).relative_to(sysconfig.get_path("data"))
+
+
+def install_from_this_environment(venv: Path, requirement: str) -> None:
+    """Put into `venv` every distribution `requirement` needs, as this environment has it
+    installed, without downloading (hard links): e.g. the torch a user installs first."""
+    site = site_packages(venv)
+    for dist in _closure(requirement).values():
+        for top in sorted({f.parts[0] for f in dist.files or [] if f.parts and not f.parts[0].startswith("..")}):
+            if top != "__pycache__" and not (site / top).exists():
+                _hardlink(Path(dist.locate_file(top)), site / top)
+
+
 def linked_environment(root: Path, wheel: Path, extras: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> Path:
     """A fresh virtual environment with histbench installed from `wheel` and exactly the
-    distributions that histbench[extras] (and `also`) need, linked from this test
+    distributions that histbench[extras] (and `also`) need, taken from this test
     environment rather than downloaded: what `pip install 'histbench[extras]'` gives, with
     nothing else importable. Returns the environment's folder."""
     import subprocess
     import sys
-    import sysconfig
 
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = venv / Path(sysconfig.get_path("purelib")).relative_to(sysconfig.get_path("data"))
-    requirement = f"histbench[{','.join(extras)}]" if extras else "histbench"
-    dists = _closure(requirement)
-    for extra in also:
-        dists.update(_closure(extra))
-    for dist in dists.values():
-        for top in sorted({f.parts[0] for f in dist.files or [] if f.parts and not f.parts[0].startswith("..")}):
-            if top == "__pycache__" or (site / top).exists():
-                continue
-            (site / top).symlink_to(dist.locate_file(top))
+    install_from_this_environment(venv, f"histbench[{','.join(extras)}]" if extras else "histbench")
+    for requirement in also:
+        install_from_this_environment(venv, requirement)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-deps",
          str(wheel)], capture_output=True, text=True,
@@ -239,3 +264,18 @@ def linked_env(tmp_path, histbench_wheel):
         return linked_environment(root, histbench_wheel[0], tuple(extras), tuple(also))
 
     return make
+
+
+@pytest.fixture
+def venv_with_torch(tmp_path):
+    """A fresh virtual environment (with pip) holding only torch and what torch needs, as
+    this environment has them: the torch a user installs first for their machine
+    (docs/install.md), without downloading it again."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    install_from_this_environment(venv, "torch")
+    return venv
