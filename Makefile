@@ -73,7 +73,7 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check api builders eval tests bench
 
 docs: $(VENV)/.docs
-	$(BIN)/mkdocs build --strict --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 check-vllm: $(VENV)/.build
 	rm -rf build/wheel

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from abc import ABC
 from importlib.util import find_spec
 from pathlib import Path
@@ -98,8 +99,6 @@ def add_run_arguments(parser, benchmark: str, *, limit: str = "items") -> None:
 
 def default_run_folder(benchmark: str, args: argparse.Namespace) -> Path:
     """runs/<benchmark>-<label, model or baseline>, for an evaluation given no --out."""
-    import re
-
     name = getattr(args, "label", None)
     for candidate in (getattr(args, "model", None), getattr(args, "baseline", None)):
         if not name and candidate:
