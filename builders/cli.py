@@ -1,9 +1,10 @@
 """The `histbench` command: build, validate, push, eval, report, demo.
 
 Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
-(histbench.eval.<name>); this module only wires them into argparse. Any
-`HistbenchError` is printed as one line (plus its detail lines, if any) and the exit
-status is 2.
+(histbench.eval.<name>); this module only wires them into argparse, and the Python API
+(histbench.api) parses its keyword arguments with this same parser. Any `HistbenchError`
+is printed as one line (plus its detail lines, if any) and the exit status is 2; so is a
+missing optional dependency, with the extra that installs it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def _add_build(subparsers, builders) -> None:
                 spec.option, dest=f"input_{spec.role}", nargs="+" if spec.multiple else None,
                 metavar="DIR" if spec.kind == "directory" else "FILE", help=text,
             )
+        parser.add_argument(
+            "--sample", action="store_true",
+            help=f"build the small sample bundled with histbench (sources/{name}/sample/, with the options "
+                 "`histbench demo` uses) instead of your files",
+        )
         parser.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
         parser.add_argument("--seed", type=int, default=0, help="seed for every random choice (default: 0)")
         parser.add_argument(
@@ -55,32 +61,27 @@ def _add_build(subparsers, builders) -> None:
 
 
 def _run_build(args) -> None:
-    from histbench.builders.core.build import run_build
+    from histbench.api import build_from_args
 
-    builder = args.builder
-    given = {role: getattr(args, f"input_{role}") for role in args.input_roles}
-    out = run_build(
-        builder, given, options=builder.options_from_args(args), out_root=args.out, seed=args.seed,
-        allow_checksum_mismatch=args.allow_checksum_mismatch,
-    )
-    print(out)
+    print(build_from_args(args))
 
 
 def _run_validate(args) -> None:
-    from histbench.builders.core.validate import validate_build
+    from histbench.api import validate
 
-    result = validate_build(args.path, revision=args.revision)
+    result = validate(args.path, revision=args.revision)
     rows = sum(sum(splits.values()) for splits in result["rows"].values())
     print(f"ok: {result['benchmark']} {result['version']} at {result['path']} ({rows:,} rows, every file and row checked)")
 
 
 def _run_push(args) -> None:
-    from histbench.builders.core.hub import plan_push, upload
+    from histbench.api import push
 
-    plan = plan_push(args.path, args.repo_id, public=args.public, confirm_redistribution=args.confirm_redistribution_rights)
+    plan = push(args.path, args.repo_id, public=args.public, confirm_redistribution=args.confirm_redistribution_rights,
+                dry_run=args.dry_run)
     print(plan.describe())
-    if not args.dry_run:
-        print(f"uploaded ({plan.visibility}): {upload(plan)}")
+    if plan.url:
+        print(f"uploaded ({plan.visibility}): {plan.url}")
 
 
 def _run_demo(args) -> None:
@@ -91,6 +92,8 @@ def _run_demo(args) -> None:
 
 
 def _evaluator_parsers(subparsers, evaluators, builders) -> None:
+    from histbench.eval.plugin import run_evaluations
+
     eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
     per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
@@ -99,7 +102,7 @@ def _evaluator_parsers(subparsers, evaluators, builders) -> None:
         title = builders[name].title
         parser = per_eval.add_parser(name, help=f"score models on {title}", description=f"Score models on {title}.")
         evaluator.add_eval_arguments(parser)
-        parser.set_defaults(func=lambda a, e=evaluator: e.run_eval(a))
+        parser.set_defaults(func=lambda a, e=evaluator: run_evaluations(e, a))
         parser = per_report.add_parser(name, help=f"tables and figures from {name} runs",
                                        description=f"Tables and figures from runs of `histbench eval {name}`.")
         evaluator.add_report_arguments(parser)
@@ -189,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.func(args)
     except HistbenchError as error:
+        _print_error(error)
+        return EXIT_ERROR
+    except ModuleNotFoundError as exc:
+        from histbench.builders.core.extras import missing_dependency
+
+        error = missing_dependency(exc)
+        if error is None:
+            raise
         _print_error(error)
         return EXIT_ERROR
     except KeyboardInterrupt:

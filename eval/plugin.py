@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from abc import ABC
 from importlib.util import find_spec
 from pathlib import Path
@@ -21,6 +22,7 @@ from histbench.builders.core.errors import UsageError
 if TYPE_CHECKING:
     from histbench.builders.core.dataset import BuiltDataset
     from histbench.eval.report import ReportSection
+    from histbench.run_results import Results
 
 
 class BenchmarkEvaluator(ABC):
@@ -31,6 +33,16 @@ class BenchmarkEvaluator(ABC):
 
     def run_eval(self, args: argparse.Namespace) -> None:
         raise UsageError(f"{self.name} has no `histbench eval` command")
+
+    def run_folder(self, args: argparse.Namespace) -> Path | None:
+        """The run folder `run_eval(args)` writes, which `results` reads (default: --out)."""
+        out = getattr(args, "out", None)
+        return Path(out) if out else None
+
+    def results(self, run_dir: Path) -> Results:
+        """The metrics, per-item records and signature of a run folder (what
+        `histbench.evaluate` returns)."""
+        raise UsageError(f"{self.name} run folders cannot be read as results yet")
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Options of `histbench report <name>`."""
@@ -55,6 +67,83 @@ class BenchmarkEvaluator(ABC):
         them relative to the report index as `<name>/<file>`).
         """
         return None
+
+
+# --------------------------------------------------------------------------- shared options
+# Every `histbench eval BENCHMARK` takes these with the same names and meaning; an
+# evaluator adds them with `add_run_arguments` (and `add_baseline_argument` where it has
+# baselines) rather than defining its own.
+
+
+def default_dataset(benchmark: str) -> str:
+    """build/<benchmark>-<version>: where `histbench build BENCHMARK` writes by default."""
+    from histbench.builders.core.build import DEFAULT_OUT, get_builder
+
+    return str(get_builder(benchmark).output_dir(DEFAULT_OUT))
+
+
+def add_run_arguments(parser, benchmark: str, *, limit: str = "items") -> None:
+    """--dataset, --revision, --label and --limit.
+
+    limit: what --limit counts, for its help ("temporal pairs", "rows per task").
+    """
+    default = default_dataset(benchmark)
+    parser.add_argument("--dataset", default=default, metavar="BUILD",
+                        help=f"the build to score: a folder, or a Hugging Face Hub dataset id ORG/NAME "
+                             f"(default: {default}, where `histbench build {benchmark}` writes)")
+    parser.add_argument("--revision", metavar="REV",
+                        help="with a Hub id: the tag, branch or commit to load (e.g. v1.0.0)")
+    parser.add_argument("--label", help="the run's name in tables and reports (default: the model spec or the baseline)")
+    parser.add_argument("--limit", type=int, metavar="N", help=f"only the first N {limit} (a quick look)")
+
+
+def default_run_folder(benchmark: str, args: argparse.Namespace) -> Path:
+    """runs/<benchmark>-<label, model or baseline>, for an evaluation given no --out."""
+    name = getattr(args, "label", None)
+    for candidate in (getattr(args, "model", None), getattr(args, "baseline", None)):
+        if not name and candidate:
+            values = [candidate] if isinstance(candidate, str) else [str(c) for c in candidate]
+            name = "+".join(value.split("@", 1)[0] for value in values)  # a spec without its server or revision
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name or "run")).strip("-.") or "run"
+    return Path("runs") / f"{benchmark}-{slug}"
+
+
+def add_baseline_argument(parser, names, what: str) -> None:
+    """--baseline NAME, repeatable: reference predictors that need no model.
+
+    what: what they are, for the help ("reference runs that need no model").
+    """
+    parser.add_argument(
+        "--baseline", action="append", choices=list(names), metavar="NAME",
+        help=f"{what}, instead of --model: {', '.join(names)}. Repeatable: each baseline is its own run "
+             "(in --out, or in OUT/NAME when several are given)",
+    )
+
+
+def split_baselines(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """One namespace per run: a repeated --baseline gives one run per baseline, each in
+    OUT/NAME (or the evaluator's default folder when --out is not given) and named by its
+    baseline; otherwise `args` itself, with `baseline` the one name (or None)."""
+    names = getattr(args, "baseline", None)
+    if not isinstance(names, list):
+        return [args]
+    names = list(dict.fromkeys(names))
+    if len(names) == 1:
+        return [argparse.Namespace(**{**vars(args), "baseline": names[0]})]
+    if getattr(args, "label", None):
+        raise UsageError("--label names one run; with several --baseline each run is named by its baseline",
+                         field="--label")
+    out = getattr(args, "out", None)
+    return [argparse.Namespace(**{**vars(args), "baseline": name, "out": Path(out) / name if out else None})
+            for name in names]
+
+
+def run_evaluations(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> list[argparse.Namespace]:
+    """`histbench eval BENCHMARK`: `run_eval` once per run (see `split_baselines`)."""
+    runs = split_baselines(args)
+    for run in runs:
+        evaluator.run_eval(run)
+    return runs
 
 
 def discover_evaluators(names) -> dict[str, BenchmarkEvaluator]:

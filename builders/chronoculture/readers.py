@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.extras import require
 
 FORMATS = ("sav", "dta", "csv")
 
@@ -88,7 +89,7 @@ def read_meta(path: Path) -> FileMeta:
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise SourceError(f"not a readable CSV file: {exc}", file=path) from exc
         return FileMeta(path, fmt, [str(c) for c in header.columns])
-    import pyreadstat
+    pyreadstat = require("pyreadstat", "reading SPSS (.sav) and Stata (.dta) files")
 
     try:
         _, meta = _pyreadstat_reader(fmt)(str(path), metadataonly=True)

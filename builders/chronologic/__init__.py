@@ -1,4 +1,4 @@
-"""Chronologic-EN (paper 000): the question release -> `questions`, `options`, `sources`.
+"""Chronologic-EN (Underwood et al. 2026): the question release -> `questions`, `options`, `sources`.
 
     make build-chronologic QUESTIONS=~/data/chronologic_en_1.0.jsonl
 """

@@ -110,13 +110,11 @@ def render_card(
     summary_markdown: str,
     inputs: list[dict] | None = None,
     default_config: str | None = None,
-    citation: str = "",
 ) -> str:
     """The card: the template's front matter plus the computed metadata (module doc).
 
-    The body may use $benchmark, $version, $row_table, $summary (the builder's
-    summary_markdown, kept between `<!-- summary -->` markers so the demo can show it) and
-    $citation (the BibTeX of `sources/<benchmark>/citation.bib`).
+    The body may use $benchmark, $version, $row_table and $summary (the builder's
+    summary_markdown, kept between `<!-- summary -->` markers so the demo can show it).
     """
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
@@ -151,18 +149,8 @@ def render_card(
     body = Template(body).safe_substitute(
         benchmark=benchmark, version=version, row_table="\n".join(rows),
         summary=f"<!-- summary -->\n{summary_markdown.strip()}\n<!-- /summary -->",
-        citation=citation_markdown(citation),
     )
     return f"---\n{card_data.to_yaml()}\n---\n{body}"
-
-
-def citation_markdown(bibtex: str) -> str:
-    if not bibtex.strip():
-        return ""
-    return (
-        "Cite the paper whose benchmark this rebuilds:\n\n```bibtex\n" + bibtex.strip() + "\n```\n\n"
-        "and the sources it was built from (see `LICENSE.md` or `histbench.json`)."
-    )
 
 
 def check_card(text: str) -> list[str]:

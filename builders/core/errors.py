@@ -71,3 +71,8 @@ class ValidationError(HistbenchError):
 
 class EvalError(HistbenchError):
     """An evaluation cannot run: bad model spec, backend failure, unusable dataset or run folder."""
+
+
+class MissingDependencyError(HistbenchError):
+    """An optional dependency is not installed; the message names the extra that installs it
+    (see histbench.builders.core.extras)."""

@@ -6,7 +6,7 @@ manifests' `licence` and `redistribution`). When any input may not be redistribu
 nobody knows), the card already carries gated-access fields (`card.gated_fields`); a
 public upload then needs `confirm_redistribution=True` (`--confirm-redistribution-rights`)
 and the repository is set to manual access approval. Before anything is uploaded, every
-text file and every top-level text column is checked for local paths of this machine,
+text file and every top-level text column is checked for local paths of the machine that built it,
 and the card with `card.check_card`.
 
 The token comes from the usual huggingface_hub places (HF_TOKEN, `hf auth login`). After
@@ -38,6 +38,7 @@ class PushPlan:
     tag: str
     files: list[tuple[str, int]]
     terms: list[dict] = field(default_factory=list)
+    url: str | None = None  # the commit's address, once uploaded
 
     @property
     def visibility(self) -> str:
@@ -137,6 +138,9 @@ def upload(plan: PushPlan) -> str:
 def push_build(
     folder: str | Path, repo_id: str, public: bool = False, confirm_redistribution: bool = False,
     dry_run: bool = False,
-) -> PushPlan | str:
+) -> PushPlan:
+    """The plan, carried out unless dry_run (then `plan.url` is the commit's address)."""
     plan = plan_push(folder, repo_id, public, confirm_redistribution)
-    return plan if dry_run else upload(plan)
+    if not dry_run:
+        plan.url = upload(plan)
+    return plan

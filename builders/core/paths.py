@@ -88,7 +88,7 @@ def names_this_machine(value: str) -> bool:
 
 
 def local_paths(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
-    """(JSON path, value) of every string in a JSON-like value that names this machine's files."""
+    """(JSON path, value) of every string in a JSON-like value that names a file of the machine it runs on."""
     if isinstance(value, dict):
         for key, item in value.items():
             yield from local_paths(item, f"{where}.{key}")

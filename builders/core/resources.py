@@ -58,11 +58,6 @@ class Resources:
     def source_dir(self, benchmark: str) -> Path:
         return self.sources / benchmark
 
-    def citation(self, benchmark: str) -> str:
-        """The BibTeX of the paper a benchmark follows (`sources/<benchmark>/citation.bib`), or ''."""
-        path = self.source_dir(benchmark) / "citation.bib"
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
-
     def load_yaml(self, path: Path) -> dict:
         with path.open(encoding="utf-8") as handle:
             return yaml.safe_load(handle) or {}

@@ -112,7 +112,7 @@ def _write_config(dataset, folder: Path, split: str) -> list[Path]:
 
 
 def _refuse_local_paths(manifest: dict, tables: list) -> None:
-    """A build is made to be published: no file or folder of this machine may be named in
+    """A build is made to be published: no file or folder of the building machine may be named in
     histbench.json or in a top-level text column (options naming local files are recorded
     by name and sha256 instead; see `paths.portable_option`)."""
     import pyarrow as pa
@@ -129,7 +129,7 @@ def _refuse_local_paths(manifest: dict, tables: list) -> None:
                     found.append(f"config {label}, column {name!r}: {value}")
     if found:
         raise BuildError(
-            "the build would record local paths of this machine (name files by name and sha256, "
+            "the build would record local paths of the building machine (name files by name and sha256, "
             "models by a portable name); nothing was written",
             details=found[:20],
         )
@@ -231,7 +231,7 @@ def write_build(
         card = render_card(
             resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
             data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
-            inputs=input_records, default_config=default_config, citation=resources.citation(benchmark),
+            inputs=input_records, default_config=default_config,
         )
         (tmp / "README.md").write_text(card, encoding="utf-8")
         if "license_link: LICENSE.md" in card:

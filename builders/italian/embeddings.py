@@ -21,6 +21,7 @@ import numpy as np
 from scipy import sparse
 
 from histbench.builders.core.errors import BuildError
+from histbench.builders.core.extras import require
 from histbench.builders.core.paths import folder_fingerprint, portable_name
 
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
@@ -41,13 +42,8 @@ class Embedder:
     def _model(self):
         if self.spec in _LOADED:
             return _LOADED[self.spec]
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:  # pragma: no cover - part of the eval extra
-            raise BuildError(
-                "sentence-transformers is not installed (pip install 'histbench[eval]'), "
-                "or pass --embedding-model tfidf"
-            ) from exc
+        SentenceTransformer = require("sentence_transformers", "embedding the snippets",
+                                      alternative="pass --embedding-model tfidf").SentenceTransformer
         try:
             model = SentenceTransformer(self.spec)
         except Exception as exc:  # noqa: BLE001 - any loading failure gets the same advice

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.extras import require
 
 from .tei import (
     children,
@@ -318,11 +319,10 @@ def letter_files(folder: Path) -> tuple[list[Path], list[Path]]:
 
 def detect_language(text: str) -> str | None:
     """langdetect (seeded, deterministic) for letters whose TEI gives no language."""
-    try:
-        from langdetect import DetectorFactory, detect
-        from langdetect.lang_detect_exception import LangDetectException
-    except ImportError:  # pragma: no cover - langdetect is a dependency
-        return None
+    require("langdetect", "detecting the language of letters whose TEI gives none")
+    from langdetect import DetectorFactory, detect
+    from langdetect.lang_detect_exception import LangDetectException
+
     DetectorFactory.seed = 0
     try:
         return detect(text)

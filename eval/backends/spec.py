@@ -151,8 +151,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, default: str | None = N
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="backend option, repeatable (hf: dtype, device, max_length, chat_template...; api: timeout, "
-        "max_retries...; see the README's 'Evaluator engine' section)",
+        help="backend option, repeatable; values are read as JSON (hf: dtype, device, max_length, "
+        "chat_template...; api: timeout, max_retries, extra_body...; vllm: tensor_parallel_size, "
+        "gpu_memory_utilization...; an unknown key is an error that lists the backend's options)",
     )
     group.add_argument("--max-concurrency", type=int, default=None, metavar="N", help="api: requests in flight at once (default 8)")
     group.add_argument("--batch-size", type=int, default=None, metavar="N", help="hf/vllm: requests per forward pass (default 8)")

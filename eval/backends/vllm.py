@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.extras import require
 from histbench.builders.core.paths import folder_fingerprint
 
 from .base import (
@@ -35,8 +36,6 @@ from .base import (
     LoglikelihoodResult,
 )
 from .hf import CHAT_TEMPLATE_MODES
-
-INSTALL_HINT = "pip install 'histbench[vllm]' (needs a CUDA GPU)"
 
 
 class VLLMBackend(Backend):
@@ -89,10 +88,7 @@ class VLLMBackend(Backend):
     @property
     def llm(self):
         if self._llm is None:
-            try:
-                from vllm import LLM
-            except ImportError as exc:
-                raise EvalError(f"the vllm backend needs the vllm package: {INSTALL_HINT}", field="--model") from exc
+            LLM = require("vllm", "the vllm backend (a CUDA GPU)").LLM
             kwargs: dict[str, Any] = {
                 "model": self.location,
                 "tensor_parallel_size": int(self.options["tensor_parallel_size"]),

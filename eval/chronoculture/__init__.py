@@ -1,4 +1,4 @@
-"""ChronoCulture evaluator (paper 001): predicted response distributions against survey change.
+"""ChronoCulture evaluator (Saha et al. 2026): predicted response distributions against survey change.
 
     histbench eval chronoculture --model api:gpt-4o@https://api.openai.com/v1 --dataset build/chronoculture-1.0.0 --out runs/gpt4o
     histbench eval chronoculture --baseline uniform --dataset build/chronoculture-1.0.0 --out runs/uniform
@@ -33,6 +33,11 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
         from .run import run_eval
 
         run_eval(args)
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, metavar="RUN",

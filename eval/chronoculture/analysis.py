@@ -12,7 +12,7 @@
    category, survey...), each with a 95% percentile interval from `resamples` bootstrap
    resamples of the analysed pairs (seeded; the same resamples for every cell of a model).
 
-Cells are keyed by dotted names (see `CELL_KEYS` in the README section); `Analysis.cells`
+Cells are keyed by dotted names (such as `rf1.default.tau0.10.all.both`); `Analysis.cells`
 maps each to a `Cell` (estimate, low, high, n = pairs in the cell's subset).
 """
 

@@ -15,7 +15,7 @@ Conventions shared by every function here:
   side, as the builder's shift categories do.
 - W itself is the builder's `histbench.builders.chronoculture.distance.normalised_wasserstein`.
 
-Section references are to the ChronoCulture paper (../shared/seeds/001_*.txt).
+Section references are to the ChronoCulture paper (Saha et al. 2026, arXiv:2610.20472).
 """
 
 from __future__ import annotations

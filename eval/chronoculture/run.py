@@ -52,17 +52,16 @@ DECODING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 120}
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     from histbench.eval.backends import add_model_arguments
+    from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
-    parser.add_argument("--dataset", required=True, help="a ChronoCulture build folder (build/chronoculture-1.0.0) or Hub id")
-    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
-    parser.add_argument("--out", required=True, type=Path, help="run folder (created; an existing one is resumed)")
+    add_run_arguments(parser, "chronoculture", limit="temporal pairs")
+    parser.add_argument("--out", type=Path,
+                        help="run folder (created; an existing one is resumed; default: runs/chronoculture-LABEL)")
     add_model_arguments(parser)
-    parser.add_argument("--baseline", choices=BASELINES,
-                        help="write a reference run that needs no model instead of asking one (see the README)")
-    parser.add_argument("--label", help="name of this run in reports (default: the model name or baseline)")
+    add_baseline_argument(parser, BASELINES, "reference runs that need no model (uniform shares; one year's gold "
+                                             "distribution repeated for every prompt)")
     parser.add_argument("--modal", action="store_true",
                         help="also ask the single-answer prompts of the mcq config (modal-answer evaluation, A.5)")
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N temporal pairs (a dry run)")
     decoding = parser.add_argument_group("decoding (defaults: the paper's, B.1)")
     decoding.add_argument("--temperature", type=float, default=DECODING["temperature"])
     decoding.add_argument("--top-p", type=float, default=DECODING["top_p"])
@@ -250,6 +249,10 @@ def run_eval(args: argparse.Namespace) -> None:
         raise UsageError("--limit must be at least 1", field="--limit")
     built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="chronoculture")
     bench = load_benchmark(built)
+    if args.out is None:
+        from histbench.eval.plugin import default_run_folder
+
+        args.out = default_run_folder("chronoculture", args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError("--out must be a folder", file=out, field="--out")

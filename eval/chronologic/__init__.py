@@ -4,8 +4,9 @@ Modes are registered in `MODES` (name -> `Mode`). Each mode lives in its own mod
 this package, which exposes `MODES: list[Mode]`; the module names are listed in
 `MODE_MODULES` (to add modes, add the module name there). A mode contributes its own
 options in an argument group of the one `eval chronologic` parser; the options every
-mode shares are defined here once (see `add_common_arguments`): --dataset, --out,
---seed, --limit, --permute-frames and the model options of the evaluator engine
+mode shares are defined here once (see `add_common_arguments`): --dataset, --revision,
+--label and --limit (the options of every evaluator, eval/plugin.py), --out, --seed,
+--permute-frames and the model options of the evaluator engine
 (--model, --model-option, --max-concurrency, --batch-size). A mode must not redefine
 them.
 
@@ -29,7 +30,6 @@ from pathlib import Path
 from histbench.builders.core.errors import UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 
-DEFAULT_DATASET = "build/chronologic-1.0.0"
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
 MODE_MODULES: tuple[str, ...] = ("likelihood", "generation_modes", "analyses")
@@ -70,18 +70,16 @@ def _load_modes() -> None:
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     from histbench.eval.backends import add_model_arguments
+    from histbench.eval.plugin import add_run_arguments
 
     parser.add_argument(
         "--mode", default="likelihood", metavar="MODE",
         help="what to run: " + ", ".join(f"{m.name} ({m.help})" for m in MODES.values())
         + " (default: likelihood)",
     )
-    parser.add_argument("--dataset", default=DEFAULT_DATASET,
-                        help=f"built dataset folder or Hub id (default: {DEFAULT_DATASET})")
-    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+    add_run_arguments(parser, "chronologic", limit="questions (by question_number)")
     parser.add_argument("--out", type=Path, help="run folder (created; an existing one is resumed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: 0)")
-    parser.add_argument("--limit", type=int, help="only the first N questions (by question_number), for a quick look")
     parser.add_argument(
         "--permute-frames", action="store_true",
         help="wrong-context experiment (paper 6.3): each question gets the metadata frame of another "
@@ -119,6 +117,16 @@ class ChronologicEvaluator(BenchmarkEvaluator):
     def run_eval(self, args: argparse.Namespace) -> None:
         _load_modes()
         mode_of(args).run(args)
+
+    def run_folder(self, args: argparse.Namespace) -> Path | None:
+        """--mode judge and --mode style score the --run folder; the other modes write --out."""
+        folder = args.run if getattr(args, "mode", None) in ("judge", "style") and getattr(args, "run", None) else args.out
+        return Path(folder) if folder else None
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")

@@ -394,9 +394,10 @@ def read_generation(run_dir: str | os.PathLike) -> dict:
 def generate(built, backend, run_dir: str | os.PathLike, *, prompts: PromptSet | None = None, prompt_style: str = "chat",
              max_new_tokens: int | None = None, temperature: float = 0.0, top_p: float = 1.0, seed: int = 0,
              sampling_seed: int | None = None, reasoning: bool = False, limit: int | None = None,
-             permute_frames: bool = False, frame_groups: str = "authors") -> dict:
+             permute_frames: bool = False, frame_groups: str = "authors", label: str | None = None) -> dict:
     """Ask the candidate every question (resuming what the run folder holds) and write
-    results.json. Returns its content."""
+    results.json. Returns its content. label names the run in reports (default: the model
+    spec)."""
     from histbench.eval.runstore import RunStore, summarize
     from histbench.eval.signature import make_signature
 
@@ -460,7 +461,7 @@ def generate(built, backend, run_dir: str | os.PathLike, *, prompts: PromptSet |
     result = {
         "benchmark": "chronologic",
         "mode": MODE,
-        "label": backend.spec + (" (wrong frames)" if permute_frames else ""),
+        "label": (label or backend.spec) + (" (wrong frames)" if permute_frames else ""),
         "signature": signature.to_dict(),
         "dataset": built.identity(),
         "model": backend.identity(),

@@ -138,7 +138,7 @@ def run_generate(args: argparse.Namespace) -> None:
         result = generate(built, backend, args.out, prompts=_prompts(args), prompt_style=args.prompt_style,
                           max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
                           sampling_seed=args.sampling_seed, reasoning=args.reasoning, limit=args.limit,
-                          permute_frames=args.permute_frames, frame_groups=args.frame_groups)
+                          permute_frames=args.permute_frames, frame_groups=args.frame_groups, label=args.label)
     finally:
         backend.close()
     counts = result["counts"]

@@ -37,8 +37,9 @@ RANDOM = "random"
 
 
 def add_arguments(group) -> None:
-    group.add_argument("--baseline", choices=[RANDOM],
-                       help="score a baseline instead of --model: random = every option equally likely")
+    from histbench.eval.plugin import add_baseline_argument
+
+    add_baseline_argument(group, [RANDOM], "likelihood: a baseline (random = every option equally likely)")
     group.add_argument("--prompt-template", type=Path, metavar="YAML",
                        help="another likelihood prompt template (default: sources/chronologic/likelihood_prompt.yaml)")
     group.add_argument("--bootstrap", type=int, default=1000, metavar="B",
@@ -125,6 +126,7 @@ def evaluate(
     permute_frames: bool = False,
     template_path: Path | None = None,
     n_resamples: int = 1000,
+    label: str | None = None,
 ) -> dict:
     """Score one model (or the random baseline) and write the run folder; returns results."""
     from histbench.eval.signature import make_signature
@@ -140,7 +142,7 @@ def evaluate(
     questions = load_questions(built, limit)
     permutation = frame_permutation(questions, seed) if permute_frames else None
     scored_questions = apply_frames(questions, permutation)
-    label = "random choice" if baseline else backend.spec
+    label = label or ("random choice" if baseline else backend.spec)
     run_dir = Path(run_dir) if run_dir else default_run_dir(RANDOM if baseline else backend.spec, permute_frames)
     run_options = {
         "mode": "likelihood", "permute_frames": permute_frames, "seed": seed, "limit": limit,
@@ -201,16 +203,19 @@ def run(args: argparse.Namespace) -> None:
         from histbench.eval.backends import backend_from_args
 
         backend = backend_from_args(args)
+    if args.out is None:
+        args.out = default_run_dir(args.label or args.baseline or backend.spec, args.permute_frames)
     try:
         results = evaluate(
             built, backend=backend, baseline=args.baseline, run_dir=args.out, seed=args.seed, limit=args.limit,
             permute_frames=args.permute_frames, template_path=args.prompt_template, n_resamples=args.bootstrap,
+            label=args.label,
         )
     finally:
         if backend is not None:
             backend.close()
     print(likelihood_markdown([results]))
-    log(f"results: {Path(args.out) if args.out else default_run_dir(args.baseline or backend.spec, args.permute_frames)}")
+    log(f"results: {Path(args.out)}")
 
 
 def report(runs: list[tuple[Path, dict]], args) -> ReportSection:  # noqa: F821

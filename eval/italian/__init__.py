@@ -27,12 +27,12 @@ class ItalianEvaluator(BenchmarkEvaluator):
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from histbench.eval.backends import add_model_arguments
+        from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
-        parser.add_argument("--dataset", required=True, help="build/italian-1.0.0 (or a Hub id)")
-        parser.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
+        add_run_arguments(parser, "italian", limit="rows per task")
+        parser.add_argument("--out", type=Path, help="run folder (resumable; default: runs/italian-LABEL)")
         parser.add_argument("--tasks", nargs="+", choices=TASKS, help="tasks to run (default: every task in the build)")
-        parser.add_argument("--limit", type=int, help="first N rows per task (smoke tests)")
-        parser.add_argument("--baseline", choices=BASELINES, help="score a no-model baseline instead of --model")
+        add_baseline_argument(parser, BASELINES, "no-model baselines")
         parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
         parser.add_argument("--ner-tokens-per-char", type=float, default=NER_TOKENS_PER_CHAR,
                             help=f"NER answer budget: tokens per letter character, at least 1500 (default {NER_TOKENS_PER_CHAR})")
@@ -45,7 +45,11 @@ class ItalianEvaluator(BenchmarkEvaluator):
 
         if bool(args.baseline) == bool(args.model):
             raise UsageError("give exactly one of --model SPEC and --baseline NAME")
-        built = BuiltDataset.open(args.dataset, benchmark="italian")
+        built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="italian")
+        if args.out is None:
+            from histbench.eval.plugin import default_run_folder
+
+            args.out = default_run_folder("italian", args)
         backend = None
         if args.model:
             from histbench.eval.backends import backend_from_args
@@ -53,7 +57,8 @@ class ItalianEvaluator(BenchmarkEvaluator):
             backend = backend_from_args(args)
         try:
             results = evaluate(built, args.out, backend=backend, baseline=args.baseline, tasks=args.tasks,
-                               limit=args.limit, seed=args.seed, ner_tokens_per_char=args.ner_tokens_per_char)
+                               limit=args.limit, seed=args.seed, ner_tokens_per_char=args.ner_tokens_per_char,
+                               label=args.label)
         finally:
             if backend is not None:
                 backend.close()
@@ -61,6 +66,11 @@ class ItalianEvaluator(BenchmarkEvaluator):
 
         print(results_markdown([results]))
         print(f"\nresults: {Path(args.out) / 'results.json'}")
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")

@@ -28,7 +28,9 @@ def _rows(built, task: str, limit: int | None) -> list[dict]:
 
 
 def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tasks=None, limit: int | None = None,
-             seed: int = 0, ner_tokens_per_char: float = NER_TOKENS_PER_CHAR) -> dict:
+             seed: int = 0, ner_tokens_per_char: float = NER_TOKENS_PER_CHAR, label: str | None = None) -> dict:
+    """Score every wanted task of the build; label names the run in reports (default: the
+    model spec or baseline:NAME)."""
     from histbench.eval.signature import hash_text, make_signature
 
     out = Path(out)
@@ -44,10 +46,10 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
 
         store = RunStore.open(out, backend=backend, dataset=built, options={"tasks": wanted, "limit": limit})
         identity = backend.identity()
-        label = backend.spec
+        label = label or backend.spec
     else:
         identity = {"backend": "baseline", "spec": f"baseline:{baseline}", "model": baseline}
-        label = f"baseline:{baseline}"
+        label = label or f"baseline:{baseline}"
     signature = make_signature(dataset=built.identity(), backend=identity, decoding=decoding,
                                prompt_template_hash=hash_text(prompt_text(prompts)) if backend is not None else None)
     results = {"model": label, "signature": signature.to_dict(), "tasks": {}}

@@ -2,7 +2,7 @@
 Names Cross Scripts: A Source-Grounded Benchmark for Historical Entity Reconciliation in the
 Mongol World".
 
-    histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
+    histbench eval mher --baseline table2 --dataset build/mher-1.0.0 --out runs/mher-baselines
     histbench eval mher --model api:MODEL@URL --dataset build/mher-1.0.0 --out runs/model
     histbench report mher runs/mher-baselines runs/model --out reports/mher
 
@@ -34,6 +34,11 @@ class MherEvaluator(BenchmarkEvaluator):
         from .run import run_eval
 
         run_eval(args)
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .report import add_report_arguments

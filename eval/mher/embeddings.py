@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.extras import require
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 ENGLISH_ONLY, MULTILINGUAL, UNKNOWN = "English-only", "multilingual", "language coverage unknown"
@@ -243,10 +244,7 @@ def load_embedding_model(spec: str):
         model, url, env = parse_api_target(spec[len("api:"):])
         client = ApiEmbeddings(spec, model, url, env)
         return client, client.info()
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise EvalError("the embedding baseline needs sentence-transformers (pip install 'histbench[eval]')") from exc
+    SentenceTransformer = require("sentence_transformers", "the embedding baseline").SentenceTransformer
     try:
         model = SentenceTransformer(spec, device="cpu")
     except Exception as exc:  # noqa: BLE001 - the library raises many kinds; name the model

@@ -3,7 +3,7 @@ analyses) from runs.
 
     histbench report mher runs/mher-baselines runs/gptx runs/qwen --out reports/mher
 
-Table 2 comes from `--baselines` runs; Tables 3-7 from model runs and reference systems.
+Table 2 comes from `--baseline table2` runs; Tables 3-7 from model runs and reference systems.
 The report folder gets index.md / index.html / report.json (every number), the figures,
 and `source_grounded_errors.csv` (every Source-grounded error with its rationales, for the
 manual coding of Table 7, read back on the next report; coding.py).

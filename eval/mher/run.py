@@ -1,6 +1,6 @@
 """`histbench eval mher`: baselines, reference systems, or a generative model.
 
-    histbench eval mher --baselines --dataset build/mher-1.0.0 --out runs/mher-baselines
+    histbench eval mher --baseline table2 --dataset build/mher-1.0.0 --out runs/mher-baselines
     histbench eval mher --reference lexical --dataset build/mher-1.0.0 --out runs/mher-lexical
     histbench eval mher --model api:gpt-x@https://api.example/v1 --dataset build/mher-1.0.0 --out runs/gptx
 
@@ -28,20 +28,21 @@ from .data import Bench, Prediction, load_bench, write_predictions
 from .protocol import ACTIONS, CONDITIONS, parse_reply, render_messages, template_text
 
 DEFAULT_MAX_NEW_TOKENS = 256
+TABLE2 = "table2"  # --baseline table2: every non-generative baseline of Table 2, fitted together on DEV
 UNIFORM = (1 / 3, 1 / 3, 1 / 3)
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     from histbench.eval.backends import add_model_arguments
+    from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
-    parser.add_argument("--dataset", required=True, help="the MHER build folder (or Hub id)")
-    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+    add_run_arguments(parser, "mher", limit="items of each condition")
     parser.add_argument("--out", type=Path,
                         help="run folder (created; a model run resumes in it; default runs/mher-baselines, "
                              "runs/mher-reference-KIND or runs/mher-<model>)")
     what = parser.add_argument_group("what to evaluate (one of)")
-    what.add_argument("--baselines", action="store_true",
-                      help="the non-generative baselines of Table 2 (thresholds and fits on DEV only)")
+    add_baseline_argument(what, [TABLE2], "table2 = the non-generative baselines of Table 2 (thresholds and fits "
+                                          "on DEV only)")
     what.add_argument("--reference", choices=["lexical", "embedding"],
                       help="a deterministic reference system answering in every condition (no language model)")
     parser.add_argument("--embedding-model", metavar="PATH_OR_ID|api:MODEL@URL",
@@ -50,7 +51,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "api:MODEL@BASE_URL[#KEY_ENV] (the paper used an API multilingual model); an "
                              "English-only model is labelled as such")
     add_model_arguments(parser)
-    parser.add_argument("--label", help="name of the system in reports (default: the model spec)")
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS),
                         help="conditions to run (default: all seven)")
     parser.add_argument("--split", choices=["test", "dev", "both"], default="test",
@@ -61,7 +61,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format-retries", type=int, default=2,
                         help="extra attempts for replies that break the JSON contract or failed in transport "
                              "(default 2; a parsed reply is never retried)")
-    parser.add_argument("--limit", type=int, help="only the first N items of each condition (a smoke test)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the baselines' cross-validation folds")
 
 
@@ -89,11 +88,12 @@ def _splits(args) -> list[str]:
 
 
 def run_eval(args: argparse.Namespace) -> None:
-    chosen = [bool(args.baselines), bool(args.reference), bool(getattr(args, "model", None))]
+    baselines = args.baseline == TABLE2
+    chosen = [baselines, bool(args.reference), bool(getattr(args, "model", None))]
     if sum(chosen) != 1:
-        raise UsageError("give exactly one of --baselines, --reference or --model")
+        raise UsageError("give exactly one of --baseline table2, --reference or --model")
     if args.out is None:
-        if args.baselines:
+        if baselines:
             name = "baselines"
         elif args.reference:
             name = f"reference-{args.reference}"
@@ -102,7 +102,7 @@ def run_eval(args: argparse.Namespace) -> None:
         args.out = Path("runs") / f"mher-{name}"
     built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="mher")
     bench = load_bench(built)
-    if args.baselines:
+    if baselines:
         out = run_baselines(bench, args.out, embedding_spec=args.embedding_model, seed=args.seed)
     elif args.reference:
         out = run_reference(bench, args.out, args.reference, embedding_spec=args.embedding_model,

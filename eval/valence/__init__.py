@@ -1,4 +1,4 @@
-"""Evaluator for temporal valence (paper 004): fill-mask runs, the annotation loop, beta and delta.
+"""Evaluator for temporal valence (Cuscito, Ferrara and Ruskov 2024): fill-mask runs, the annotation loop, beta and delta.
 
     histbench eval valence --model hf:bert-base-uncased --model macberth=hf:emanjavacas/MacBERTh \\
         --top-k 10 --dataset build/valence-1.0.0 --out runs/valence
@@ -19,8 +19,6 @@ from pathlib import Path
 
 from histbench.builders.core.errors import EvalError, UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
-
-DEFAULT_DATASET = "build/valence-1.0.0"
 
 
 def _add_score_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +101,9 @@ class ValenceEvaluator(BenchmarkEvaluator):
             "folder (resumable). Then annotate the predicted words (histbench valence export-vocabulary / "
             "import-annotations) and run `histbench report valence RUN`."
         )
-        parser.add_argument("--dataset", default=DEFAULT_DATASET, help=f"built dataset folder or Hub id (default {DEFAULT_DATASET})")
+        from histbench.eval.plugin import add_run_arguments
+
+        add_run_arguments(parser, "valence", limit="sentences (use a run folder of its own)")
         parser.add_argument("--out", type=Path, default=Path("runs/valence"), help="run folder (default runs/valence)")
         parser.add_argument("--top-k", type=int, default=10, help="fillers per sentence and model (default 10)")
         group = parser.add_argument_group("models")
@@ -118,11 +118,17 @@ class ValenceEvaluator(BenchmarkEvaluator):
     def run_eval(self, args: argparse.Namespace) -> None:
         from histbench.eval.backends.spec import options_from_args
 
-        from .run import evaluate, parse_model_specs
+        from .run import ModelSpec, evaluate, parse_model_specs
 
         models = parse_model_specs(args.model)
+        if args.label:
+            if len(models) != 1:
+                raise UsageError("--label names the one model of a run; name several with --model LABEL=SPEC",
+                                 field="--label")
+            models = [ModelSpec(args.label, models[0].spec)]
         options = options_from_args(args)
-        result = evaluate(args.dataset, models, args.out, top_k=args.top_k, options=options)
+        result = evaluate(args.dataset, models, args.out, top_k=args.top_k, options=options, revision=args.revision,
+                          limit=args.limit)
         from .runfolder import RunFolder
         from .vocabulary import annotated_keys, predicted_vocabulary
 
@@ -147,6 +153,11 @@ class ValenceEvaluator(BenchmarkEvaluator):
                   f"{' --only-missing' if missing < total else ''}")
         else:
             print(f"next: histbench report valence {run.path}")
+
+    def results(self, run_dir: Path):
+        from .results import run_results
+
+        return run_results(run_dir)
 
     # -- histbench report valence -------------------------------------------------------------
 

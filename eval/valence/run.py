@@ -117,25 +117,30 @@ def evaluate(
     top_k: int = 10,
     options: dict | None = None,
     copy_dataset_annotations: bool = True,
+    revision: str | None = None,
+    limit: int | None = None,
 ) -> dict:
-    """Run every model on every sentence; write RUN/predictions.parquet. Returns counts."""
+    """Run every model on every sentence (the first `limit` with a limit); write
+    RUN/predictions.parquet. Returns counts. revision: of a Hub dataset id."""
     from histbench.eval.backends import FillMaskRequest, load_backend
     from histbench.eval.runstore import RunStore
 
     if top_k < 1:
         raise UsageError("--top-k must be at least 1", field="--top-k")
-    built = BuiltDataset.open(dataset, benchmark="valence")
+    if limit is not None and limit < 1:
+        raise UsageError("--limit must be at least 1", field="--limit")
+    built = BuiltDataset.open(dataset, revision=revision, benchmark="valence")
     build_options = built.manifest.get("options", {})
     scale = scale_from_manifest(build_options)
     fold_case = not build_options.get("case_sensitive_tokens", False)
-    sentences = built.load("sentences", "test").to_list()
+    sentences = built.load("sentences", "test").to_list()[:limit]
     if not sentences:
         raise EvalError("the build holds no sentences", file=built.path)
     groups = build_options.get("groups") or built.manifest.get("summary", {}).get("sentences", {}).get("groups")
     run = RunFolder.create_or_open(
         out,
         dataset_identity=built.identity(),
-        settings={"top_k": top_k, "fold_case": fold_case, "scale": scale.to_list()},
+        settings={"top_k": top_k, "fold_case": fold_case, "scale": scale.to_list(), "limit": limit},
     )
     run.manifest["groups"] = groups
     run.write_sentences(sentences)

@@ -221,9 +221,12 @@ def test_weight_found_by_name_or_label(tmp_path):
     assert normal("01. Agree  strongly!") == "agree strongly"
 
 
-def test_the_readme_make_line_runs_as_written(tmp_path):
-    """README and docs: `make build-chronoculture WVS=~/data/... ISSP="~/data/ZA1950.sav ~/data/ZA2900.dta"`
-    runs through the Makefile's recipe (tilde expansion by the shell, study numbers in the names)."""
+@pytest.mark.parametrize("where, prefix", [("docs/chronoculture.md", "make build-chronoculture"),
+                                           ("README.md", "histbench build chronoculture --wvs ~/data/")])
+def test_the_documented_build_line_runs_as_written(tmp_path, where, prefix):
+    """The docs' `make build-chronoculture WVS=~/data/... ISSP="~/data/ZA1950.sav ~/data/ZA2900.dta"`
+    (through the Makefile's recipe) and the README's `histbench build chronoculture ...` line run
+    as written: tilde expansion by the shell, study numbers in the file names."""
     import os
     import re
     import shutil
@@ -231,21 +234,23 @@ def test_the_readme_make_line_runs_as_written(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text()
-    line = next(li for li in readme.splitlines() if li.startswith("make build-chronoculture"))
+    line = next(li for li in (root / where).read_text().splitlines() if li.startswith(prefix))
     home = tmp_path / "home"
     (home / "data").mkdir(parents=True)
     sample = SOURCES / "sample"
-    wvs_name = re.search(r"WVS=~/data/(\S+)", line).group(1)
+    wvs_name = re.search(r"(?:WVS=|--wvs )~/data/(\S+)", line).group(1)
     shutil.copy(sample / "wvs_timeseries_synthetic.sav", home / "data" / wvs_name)
     shutil.copy(sample / "ZA1950_synthetic.sav", home / "data" / "ZA1950.sav")
     shutil.copy(sample / "ZA2900_synthetic.dta", home / "data" / "ZA2900.dta")
-    # the recipe the Makefile runs for this line (make -n prints it without running it)
-    dry = subprocess.run(line.replace("make ", "make -s -n -o .venv/.core ", 1), shell=True, cwd=root,
-                         capture_output=True, text=True, check=True, env={**os.environ, "HOME": str(home)})
-    command = dry.stdout.strip().splitlines()[-1]
-    assert "--issp ~/data/ZA1950.sav ~/data/ZA2900.dta" in command
-    command = command.replace(".venv/bin/histbench", f"{sys.executable} -m histbench.builders.cli", 1)
+    if line.startswith("make "):
+        # the recipe the Makefile runs for this line (make -n prints it without running it)
+        dry = subprocess.run(line.replace("make ", "make -s -n -o .venv/.core ", 1), shell=True, cwd=root,
+                             capture_output=True, text=True, check=True, env={**os.environ, "HOME": str(home)})
+        command = dry.stdout.strip().splitlines()[-1]
+        assert "--issp ~/data/ZA1950.sav ~/data/ZA2900.dta" in command
+        command = command.replace(".venv/bin/histbench", f"{sys.executable} -m histbench.builders.cli", 1)
+    else:
+        command = line.split("  #")[0].replace("histbench", f"{sys.executable} -m histbench.builders.cli", 1)
     command += f" --allow-missing-questions --out {tmp_path / 'out'}"  # the sample lacks most registry variables
     run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True,
                          env={**os.environ, "HOME": str(home), "HISTBENCH_PROGRESS": "0"})
@@ -255,14 +260,16 @@ def test_the_readme_make_line_runs_as_written(tmp_path):
 
 
 def test_every_documented_make_line_names_registry_studies():
-    """The make lines of the README and the docs name ISSP files the registry recognises."""
+    """The build lines of the README and the docs name ISSP files the registry recognises."""
     import re
 
     root = Path(__file__).resolve().parents[2]
     registry = load_registry(SOURCES / "registry.yaml")
     lines = [line for doc in ("README.md", "docs/building.md", "docs/chronoculture.md")
-             for line in (root / doc).read_text().splitlines() if line.startswith("make build-chronoculture")]
+             for line in (root / doc).read_text().splitlines()
+             if line.startswith(("make build-chronoculture", "histbench build chronoculture --wvs ~/data/"))]
     assert len(lines) >= 3
     for line in lines:
-        names = re.search(r'ISSP="([^"]+)"', line).group(1).split()
+        found = re.search(r'ISSP="([^"]+)"', line) or re.search(r"--issp ((?:~/data/\S+ ?)+)", line)
+        names = found.group(1).split()
         assert [registry.study_for(Path(n)).id for n in names] == [Path(n).stem.split("_")[0] for n in names]

@@ -79,13 +79,12 @@ None.
 
 ## Citation
 
-$citation
-"""
-
-CITATION = """@misc{toy2026,
+```bibtex
+@misc{toy2026,
   title = {A toy benchmark},
   year  = {2026}
 }
+```
 """
 
 
@@ -137,7 +136,6 @@ def toy_resources(tmp_path: Path) -> Resources:
     (root / "schemas" / "toy.items.schema.json").write_text(json.dumps(ITEMS_SCHEMA, indent=2))
     (root / "schemas" / "toy.pairs.schema.json").write_text(json.dumps(PAIRS_SCHEMA, indent=2))
     (root / "cards" / "toy.md").write_text(CARD)
-    (root / "sources" / "toy" / "citation.bib").write_text(CITATION)
     sample = root / "sources" / "toy" / "sample" / "lines.txt"
     sample.write_text("\n".join(f"alpha beta {n} gamma" if n % 2 else f"delta {n}" for n in range(12)) + "\n")
     manifest = {
@@ -169,3 +167,144 @@ def toy_sample(toy_resources: Resources) -> Path:
 @pytest.fixture
 def make_toy_records():
     return make_records
+
+
+# --------------------------------------------------------------------------- installs
+# Real installs of histbench into fresh virtual environments (tests marked slow).
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def histbench_wheel(tmp_path_factory):
+    """(path, pip's output) of the wheel built from this checkout, once per session."""
+    import shutil
+    import subprocess
+    import sys
+
+    # Built from a copy of the checkout (tracked files and new ones not ignored): setuptools
+    # writes build metadata next to the sources, which must not land in the checkout.
+    source = tmp_path_factory.mktemp("source")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    for rel in filter(None, listed.split("\0")):
+        if (REPO / rel).is_file():
+            (source / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, source / rel)
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return next(out.glob("histbench-*.whl")), result.stdout + result.stderr
+
+
+def _closure(requirement: str) -> dict:
+    """Every installed distribution a requirement needs (extras and markers followed), by
+    normalised name -> Distribution; histbench itself excluded."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict = {}
+    wanted: dict[str, set] = {}
+    todo = [Requirement(requirement)]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        extras = set(req.extras)
+        if name in wanted and extras <= wanted[name]:
+            continue
+        wanted[name] = wanted.get(name, set()) | extras
+        dist = distribution(req.name)
+        if name != "histbench":
+            found[name] = dist
+        for text in dist.requires or []:
+            dep = Requirement(text)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in {"", *wanted[name]}):
+                todo.append(dep)
+    return found
+
+
+def _hardlink(source: Path, target: Path) -> None:
+    """A copy made of hard links (no data copied; pip removing it later leaves the original)."""
+    import os
+    import shutil
+
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+
+    if source.is_dir():
+        shutil.copytree(source, target, copy_function=link, symlinks=True)
+    else:
+        link(source, target)
+
+
+def site_packages(venv: Path) -> Path:
+    import sysconfig
+
+    return venv / Path(sysconfig.get_path("purelib")).relative_to(sysconfig.get_path("data"))
+
+
+def install_from_this_environment(venv: Path, requirement: str) -> None:
+    """Put into `venv` every distribution `requirement` needs, as this environment has it
+    installed, without downloading (hard links): e.g. the torch a user installs first."""
+    site = site_packages(venv)
+    for dist in _closure(requirement).values():
+        for top in sorted({f.parts[0] for f in dist.files or [] if f.parts and not f.parts[0].startswith("..")}):
+            if top != "__pycache__" and not (site / top).exists():
+                _hardlink(Path(dist.locate_file(top)), site / top)
+
+
+def linked_environment(root: Path, wheel: Path, extras: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> Path:
+    """A fresh virtual environment with histbench installed from `wheel` and exactly the
+    distributions that histbench[extras] (and `also`) need, taken from this test
+    environment rather than downloaded: what `pip install 'histbench[extras]'` gives, with
+    nothing else importable. Returns the environment's folder."""
+    import subprocess
+    import sys
+
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    install_from_this_environment(venv, f"histbench[{','.join(extras)}]" if extras else "histbench")
+    for requirement in also:
+        install_from_this_environment(venv, requirement)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-deps",
+         str(wheel)], capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return venv
+
+
+@pytest.fixture
+def linked_env(tmp_path, histbench_wheel):
+    """linked_env(extras=("build",), also=()) -> a fresh environment (see linked_environment)."""
+    counter = iter(range(100))
+
+    def make(extras: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> Path:
+        root = tmp_path / f"env{next(counter)}"
+        root.mkdir()
+        return linked_environment(root, histbench_wheel[0], tuple(extras), tuple(also))
+
+    return make
+
+
+@pytest.fixture
+def venv_with_torch(tmp_path):
+    """A fresh virtual environment (with pip) holding only torch and what torch needs, as
+    this environment has them: the torch a user installs first for their machine
+    (docs/install.md), without downloading it again."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    install_from_this_environment(venv, "torch")
+    return venv

@@ -1,9 +1,10 @@
-"""Packaging: the namespace layout, package data, and real installs into fresh venvs."""
+"""Packaging: the package layout, package data, and real installs into fresh venvs."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -13,25 +14,41 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MAPPED = {"builders": "histbench.builders", "eval": "histbench.eval", "schemas": "histbench.schemas",
-          "cards": "histbench.cards", "sources": "histbench.sources"}
+MAPPED = {"api": "histbench", "builders": "histbench.builders", "eval": "histbench.eval",
+          "schemas": "histbench.schemas", "cards": "histbench.cards", "sources": "histbench.sources"}
 
 
-def test_every_python_package_is_listed_in_pyproject():
+def _tracked(*paths: str) -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z", *paths], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return [path for path in out.split("\0") if path]
+
+
+def test_every_folder_with_installed_files_is_listed_in_pyproject():
+    """setuptools ignores (and warns about) data folders missing from `packages`: every folder
+    under a mapped folder that holds a tracked file, or an __init__.py, must be listed."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     assert config["package-dir"] == {v: k for k, v in MAPPED.items()}
     found = set()
     for folder, package in MAPPED.items():
-        for init in (REPO / folder).rglob("__init__.py"):
-            rel = init.parent.relative_to(REPO / folder).parts
+        for path in _tracked(folder):
+            rel = Path(path).parent.relative_to(folder).parts
             found.add(".".join((package, *rel)))
+        for init in (REPO / folder).rglob("__init__.py"):
+            found.add(".".join((package, *init.parent.relative_to(REPO / folder).parts)))
     assert found == listed, f"add to / remove from pyproject [tool.setuptools] packages: {sorted(found ^ listed)}"
 
 
+def test_wheel_build_has_no_setuptools_warnings(histbench_wheel):
+    """No "Package would be ignored" (or any other setuptools) warning from building the wheel."""
+    _, output = histbench_wheel
+    for warning in ("would be ignored", "BuildBackendWarning", "SetuptoolsDeprecationWarning"):
+        assert warning not in output, output[-3000:]
+
+
 def test_top_level_layout_is_fixed():
-    allowed = {"builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
-               "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
+    allowed = {"api", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
+               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
     assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"
@@ -68,7 +85,7 @@ def _run_installed(venv: Path, code: str) -> subprocess.CompletedProcess:
 
 
 CHECK = r"""
-import json, pathlib, importlib.util, histbench.builders, histbench.eval
+import json, pathlib, importlib.util, histbench, histbench.builders, histbench.eval
 from histbench.builders.core.resources import Resources
 r = Resources.default()
 schemas = sorted(p.name for p in r.schemas.glob('*.schema.json'))
@@ -82,6 +99,8 @@ print(json.dumps({
     "source_files": sorted(p.relative_to(r.sources).as_posix() for p in r.sources.rglob('*')
                            if p.is_file() and '__pycache__' not in p.parts and p.name != '__init__.py'),
     "bare_eval": importlib.util.find_spec('builders') is not None,
+    "version": histbench.__version__,
+    "api": sorted(histbench.__all__),
 }))
 """
 
@@ -91,25 +110,21 @@ def _repo_data():
         "schemas": sorted(p.name for p in (REPO / "schemas").glob("*.schema.json")),
         "cards": sorted(p.name for p in (REPO / "cards").glob("*.md")),
         "manifests": sorted(p.parent.name for p in (REPO / "sources").glob("*/manifest.yaml")),
-        "source_files": sorted(
-            path[len("sources/"):] for path in subprocess.run(
-                ["git", "ls-files", "-z", "sources"], cwd=REPO, capture_output=True, text=True, check=True
-            ).stdout.split("\0") if path and not path.endswith("__init__.py")
-        ),
+        "source_files": sorted(path[len("sources/"):] for path in _tracked("sources") if not path.endswith("__init__.py")),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True], ids=["pip-install", "pip-install-e"])
-def test_install_into_fresh_venv(tmp_path, editable):
+def test_install_into_fresh_venv(tmp_path, editable, histbench_wheel):
     venv = _fresh_venv(tmp_path, "venv")
-    _install(venv, *(["-e", "."] if editable else ["."]))
+    _install(venv, *(["-e", "."] if editable else [str(histbench_wheel[0])]))
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     assert not (site / "builders").exists() and not (site / "eval").exists()
     if not editable:
         assert (site / "histbench" / "builders" / "cli.py").is_file()
-        assert not (site / "histbench" / "__init__.py").exists()  # a namespace package
+        assert (site / "histbench" / "__init__.py").is_file()  # the API folder, api/
 
     result = _run_installed(venv, CHECK)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -119,8 +134,76 @@ def test_install_into_fresh_venv(tmp_path, editable):
         assert found["builders"].startswith(str(site))
     for key, expected in _repo_data().items():
         assert found[key] == expected, key
+    assert found["version"] == tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert {"build", "load", "evaluate", "report", "Results", "__version__"} <= set(found["api"])
 
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
     help_run = subprocess.run([str(venv / "bin" / "histbench"), "--help"], capture_output=True, text=True, env=env, cwd="/")
     assert help_run.returncode == 0, help_run.stderr[-3000:]
     assert "validate" in help_run.stdout and "demo" in help_run.stdout
+
+
+def _clean_env() -> dict:
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "HISTBENCH_PROGRESS": "0"}
+
+
+def _histbench(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "histbench"), *args], capture_output=True, text=True, env=_clean_env(),
+                          cwd=cwd)
+
+
+def _importable(venv: Path, modules: list[str]) -> list[str]:
+    code = "import importlib.util, json, sys; print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m)]))"
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", code, *modules], capture_output=True, text=True,
+                            env=_clean_env(), cwd="/")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_core_dependencies_build_chronologic_and_valence_and_name_the_extra_for_the_others(linked_env, tmp_path):
+    """`pip install histbench`: the two benchmarks that need no reader of their own build;
+    the others stop with one line naming `histbench[build]`."""
+    venv = linked_env()
+    assert _importable(venv, ["pandas", "datasets", "pyreadstat", "scipy", "torch", "matplotlib"]) == ["pandas", "datasets"]
+    for name in ("chronologic", "valence"):
+        result = _histbench(venv, "build", name, "--sample", "--out", "build", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+    result = _histbench(venv, "build", "chronoculture", "--sample", "--out", "build", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "histbench: error: reading SPSS (.sav) and Stata (.dta) files needs pyreadstat, which is not installed: "
+        "pip install 'histbench[build]'")
+    assert not (tmp_path / "build" / "chronoculture-1.0.0").exists()
+
+
+@pytest.mark.slow
+def test_the_build_extra_builds_every_benchmark_without_torch(linked_env, tmp_path):
+    venv = linked_env(("build",))
+    assert _importable(venv, ["pyreadstat", "lxml", "rdflib", "torch", "transformers", "httpx"]) == ["pyreadstat", "lxml", "rdflib"]
+    for name in ("chronoculture", "mher", "italian"):
+        result = _histbench(venv, "build", name, "--sample", "--out", "build", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert _histbench(venv, "validate", f"build/{name}-1.0.0", cwd=tmp_path).returncode == 0
+    result = _histbench(venv, "eval", "chronologic", "--model", "hf:gpt2", "--dataset", "build/none", cwd=tmp_path)
+    assert result.returncode == 2 and "histbench" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_api_extra_scores_a_chat_model_without_torch(linked_env, tmp_path, chat_server):
+    """`pip install 'histbench[api]'`: a chat-completions model scored end to end (a loopback
+    server stands in for the provider), with no torch installed."""
+    venv = linked_env(("api",))
+    assert _importable(venv, ["httpx", "matplotlib", "torch"]) == ["httpx", "matplotlib"]
+    server = chat_server(lambda messages: "A plausible period answer.")
+    assert _histbench(venv, "build", "chronologic", "--sample", "--out", "build", cwd=tmp_path).returncode == 0
+    result = _histbench(venv, "eval", "chronologic", "--mode", "generate", "--model", server.spec(), "--limit", "3",
+                        "--dataset", "build/chronologic-1.0.0", "--out", "runs/chat", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    answers = json.loads((tmp_path / "runs" / "chat" / "results.json").read_text())["answers"]
+    assert [a["answer"] for a in answers] == ["A plausible period answer."] * 3
+    result = _histbench(venv, "eval", "chronologic", "--model", "hf:gpt2", "--dataset", "build/chronologic-1.0.0",
+                        "--out", "runs/local", cwd=tmp_path)
+    assert result.returncode == 2
+    assert re.search(r"needs (torch|transformers), which is not installed: pip install 'histbench\[eval\]'", result.stderr)
+    assert "https://download.pytorch.org/whl/cpu" in result.stderr

@@ -99,7 +99,7 @@ def test_upload_creates_private_repo_or_gates_a_public_one(built, monkeypatch, t
             return record
 
     monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
-    assert push_build(built, "org/toy") == "https://hub/commit/abc"
+    assert push_build(built, "org/toy").url == "https://hub/commit/abc"
     assert calls[0][0] == "create_repo" and calls[0][2]["private"] is True
     assert [c[0] for c in calls] == ["create_repo", "upload_folder", "create_tag"]
     assert calls[2][2]["tag"] == "v1.0.0"

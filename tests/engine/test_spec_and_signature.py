@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.builders.core.errors import EvalError, MissingDependencyError, UsageError
 from histbench.eval.backends import (
     FillMaskRequest,
     GenerateRequest,
@@ -91,7 +91,7 @@ def test_vllm_backend_is_importable_without_vllm_and_fails_clearly_when_used():
     try:
         import vllm  # noqa: F401
     except ImportError:
-        with pytest.raises(EvalError, match="needs the vllm package"):
+        with pytest.raises(MissingDependencyError, match=r"needs vllm, which is not installed: pip install 'histbench\[vllm\]'"):
             backend.generate([GenerateRequest(prompt="x")])
 
 

@@ -141,8 +141,8 @@ def test_cli_baselines_default_run_folder(sample_build, tmp_path, monkeypatch, c
     from histbench.builders.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["eval", "mher", "--baselines", "--dataset", str(sample_build)]) == 0
+    assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(sample_build)]) == 0
     run = read_run(tmp_path / "runs" / "mher-baselines")
     assert run.kind == "baselines" and "ctx_logistic" in run.info["systems"]
     assert main(["eval", "mher", "--dataset", str(sample_build)]) == 2
-    assert "exactly one of --baselines, --reference or --model" in capsys.readouterr().err
+    assert "exactly one of --baseline table2, --reference or --model" in capsys.readouterr().err

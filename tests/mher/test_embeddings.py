@@ -63,7 +63,7 @@ def test_baselines_with_an_api_embedding_model_end_to_end(sample_build, chat_ser
     server = chat_server()
     out = tmp_path / "baselines"
     spec = f"api:text-embedding-3-small@{server.base_url}#MHER_TEST_KEY"
-    assert main(["eval", "mher", "--baselines", "--dataset", str(sample_build), "--out", str(out),
+    assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(sample_build), "--out", str(out),
                  "--embedding-model", spec]) == 0
     assert server.requests > 0 and all(h.get("Authorization") == "Bearer sk-test-secret-123" for h in server.headers)
     run = read_run(out)
@@ -86,7 +86,7 @@ def test_baselines_with_an_api_embedding_model_end_to_end(sample_build, chat_ser
 def test_an_english_only_embedding_model_is_flagged(sample_build, chat_server, tmp_path, capsys):
     server = chat_server()
     out = tmp_path / "baselines"
-    assert main(["eval", "mher", "--baselines", "--dataset", str(sample_build), "--out", str(out),
+    assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(sample_build), "--out", str(out),
                  "--embedding-model", f"api:all-MiniLM-L6-v2@{server.base_url}"]) == 0
     report = tmp_path / "report"
     assert main(["report", "mher", str(out), "--out", str(report), "--resamples", "200"]) == 0

@@ -82,7 +82,7 @@ def test_model_run_resume_and_report(sample_build, sample_bench, chat_server, tm
 
     # report: baselines + the model
     base = tmp_path / "baselines"
-    assert main(["eval", "mher", "--baselines", "--dataset", str(sample_build), "--out", str(base)]) == 0
+    assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(sample_build), "--out", str(base)]) == 0
     report = tmp_path / "report"
     assert main(["report", "mher", str(base), str(out), "--out", str(report), "--resamples", "2000",
                  "--thinning", "200"]) == 0

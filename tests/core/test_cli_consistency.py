@@ -1,0 +1,151 @@
+"""One command line: the same option means the same thing in every `histbench eval BENCHMARK`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from histbench.builders.cli import main, make_parser
+from histbench.eval.plugin import default_dataset
+
+BENCHMARKS = ("chronoculture", "chronologic", "italian", "mher", "valence")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def _eval_parsers() -> dict[str, argparse.ArgumentParser]:
+    return _subparsers(_subparsers(make_parser())["eval"])
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {flag: action for action in parser._actions for flag in action.option_strings}
+
+
+def test_every_evaluator_shares_dataset_revision_label_limit_and_baseline():
+    parsers = _eval_parsers()
+    assert set(parsers) == set(BENCHMARKS)
+    helps = {}
+    for name, parser in parsers.items():
+        options = _options(parser)
+        for flag in ("--dataset", "--revision", "--label", "--limit", "--out", "--model"):
+            assert flag in options, f"histbench eval {name} has no {flag}"
+        dataset = options["--dataset"]
+        assert not dataset.required and dataset.default == default_dataset(name) == f"build/{name}-1.0.0"
+        assert options["--limit"].type is int
+        helps.setdefault("--revision", set()).add(options["--revision"].help)
+        helps.setdefault("--label", set()).add(options["--label"].help)
+        if "--baseline" in options:
+            assert isinstance(options["--baseline"], argparse._AppendAction), name
+        assert "--baselines" not in options
+    assert all(len(texts) == 1 for texts in helps.values()), helps
+    assert {name for name, p in parsers.items() if "--baseline" in _options(p)} == {
+        "chronoculture", "chronologic", "italian", "mher"}
+
+
+def test_no_help_text_sends_the_reader_to_the_readme():
+    """Help says what it can itself (a format spec shipped with the sources may be named)."""
+    import re
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+
+    for parser in walk(make_parser()):
+        texts = [parser.description or ""] + [a.help or "" for a in parser._actions]
+        assert not [t for t in texts if re.search(r"(?<![/\w])README\b(?!\.md)", t)], parser.prog
+
+
+@pytest.fixture
+def sample_builds(tmp_path_factory):
+    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
+    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has."""
+    import histbench
+    from histbench.builders.core.build import get_builder
+
+    root = tmp_path_factory.mktemp("work")
+    for name in ("chronoculture", "chronologic", "mher", "valence"):
+        histbench.build(name, sample=True, out=root / "build")
+    cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
+    histbench.build("italian", cavalcanti=cavalcanti, out=root / "build")
+    return root
+
+
+def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monkeypatch):
+    monkeypatch.chdir(sample_builds)
+    assert main(["eval", "chronoculture", "--baseline", "uniform", "--out", "runs/cc"]) == 0
+    assert main(["eval", "italian", "--baseline", "random", "--out", "runs/it"]) == 0
+    assert main(["eval", "mher", "--baseline", "table2", "--out", "runs/mh"]) == 0
+    assert main(["eval", "chronologic", "--baseline", "random", "--out", "runs/cl"]) == 0
+    for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "results.json")):
+        info = json.loads((sample_builds / "runs" / run / file).read_text())
+        assert Path(info["dataset"]["path"]).resolve().parent == (sample_builds / "build").resolve(), run
+    italian = json.loads((sample_builds / "runs" / "it" / "results.json").read_text())
+    built = json.loads((sample_builds / "build" / "italian-1.0.0" / "histbench.json").read_text())
+    assert f"|data:italian@1.0.0#{built['data_sha256'][:12]}|" in italian["signature"]["text"]
+
+
+@pytest.mark.parametrize("name, words", [
+    ("chronoculture", ["--baseline", "uniform"]),
+    ("chronologic", ["--baseline", "random"]),
+    ("italian", ["--baseline", "random"]),
+    ("mher", ["--baseline", "table2"]),
+    ("valence", ["--model", "hf:/nonexistent/masked-lm"]),
+])
+def test_revision_reaches_the_hub_download_in_every_evaluator(name, words, sample_builds, monkeypatch, tmp_path):
+    """A Hub id with --revision: the download asks for exactly that revision (the Hub
+    itself is replaced by the local build it would have returned)."""
+    import huggingface_hub
+
+    asked = []
+
+    def snapshot_download(repo_id, repo_type, revision=None, **kwargs):
+        asked.append((repo_id, repo_type, revision))
+        return str(sample_builds / "build" / f"{name}-1.0.0")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    main(["eval", name, "--dataset", f"some-org/{name}", "--revision", "v1.0.0", "--out", str(tmp_path / "run"), *words])
+    assert asked and asked[0] == (f"some-org/{name}", "dataset", "v1.0.0")
+
+
+def test_a_repeated_baseline_is_one_run_each_named_by_its_baseline(sample_builds, monkeypatch, capsys):
+    monkeypatch.chdir(sample_builds)
+    assert main(["eval", "chronoculture", "--baseline", "uniform", "--baseline", "frozen-oldest", "--out", "runs/refs"]) == 0
+    labels = {}
+    for baseline in ("uniform", "frozen-oldest"):
+        info = json.loads((sample_builds / "runs" / "refs" / baseline / "chronoculture.json").read_text())
+        assert info["kind"] == "baseline"
+        labels[baseline] = info["label"]
+    assert labels == {"uniform": "uniform", "frozen-oldest": "frozen oldest gold"}  # each its baseline's own name
+    assert main(["eval", "chronoculture", "--baseline", "uniform", "--baseline", "frozen-newest", "--label", "x"]) == 2
+    assert "--label names one run" in capsys.readouterr().err
+
+
+def test_label_names_the_run_in_every_evaluator(sample_builds, monkeypatch):
+    monkeypatch.chdir(sample_builds)
+    assert main(["eval", "chronologic", "--baseline", "random", "--label", "coin", "--out", "runs/coin"]) == 0
+    assert json.loads(Path("runs/coin/results.json").read_text())["label"] == "coin"
+    assert main(["eval", "italian", "--baseline", "random", "--label", "dice", "--out", "runs/dice"]) == 0
+    assert json.loads(Path("runs/dice/results.json").read_text())["model"] == "dice"
+    assert main(["eval", "chronoculture", "--baseline", "uniform", "--label", "flat"]) == 0
+    assert json.loads(Path("runs/chronoculture-flat/chronoculture.json").read_text())["label"] == "flat"
+
+
+def test_valence_label_and_limit(sample_builds, monkeypatch, tiny_masked_lm):
+    import histbench
+
+    monkeypatch.chdir(sample_builds)
+    run = histbench.evaluate("valence", model=f"hf:{tiny_masked_lm}", label="tiny", limit=4, top_k=2,
+                             model_option={"device": "cpu"}, out="runs/valence-tiny")
+    assert run.label == "tiny" and {r["sentence_id"] for r in run.records} == {
+        r["sentence_id"] for r in histbench.load("build/valence-1.0.0", "sentences", "test").select(range(4))}
+    assert main(["eval", "valence", "--model", f"hf:{tiny_masked_lm}", "--model", f"other=hf:{tiny_masked_lm}",
+                 "--label", "x", "--out", "runs/two"]) == 2
