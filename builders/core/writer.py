@@ -23,6 +23,7 @@ from string import Template
 import yaml
 
 from .errors import BuildError, HistbenchError
+from .hashing import sha256_path
 from .manifest import InputFile
 from .progress import log, progress, quiet_datasets
 from .resources import Resources
@@ -74,14 +75,6 @@ def histbench_commit() -> str | None:
         capture_output=True, text=True, timeout=5, check=False,
     ).stdout.strip()
     return commit + ("+dirty" if dirty else "")
-
-
-def sha256_path(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def utc_now() -> str:
