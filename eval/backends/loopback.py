@@ -216,7 +216,7 @@ class LoopbackChatServer:
                 raw = self.rfile.read(length)
                 if not owner.alive:
                     return self._drop()
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
                     return self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 try:
                     body = json.loads(raw)
