@@ -128,6 +128,8 @@ def canonical_spec(spec: str) -> str:
     import os
     from pathlib import Path
 
+    if spec.partition(":")[0].strip().lower() not in KINDS:
+        return spec.strip()   # a backend of its own (a plugin, a test double): its spec as given
     kind, target = split_spec(spec)
     if kind == "api":
         model, url, _ = parse_api_target(target)
