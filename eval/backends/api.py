@@ -66,6 +66,8 @@ class APIBackend(Backend):
         self.base_url = base_url
         env = key_env or self.options.get("api_key_env")
         self.key_env = env
+        # the key is read when requests are sent; it is registered now, before anything is written
+        register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
         self.supports = frozenset({GENERATE})
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
