@@ -1,4 +1,4 @@
-"""Temporal valence of masked language models (paper 004: Early Modern vs Modern English).
+"""Temporal valence of masked language models (the temporal valence paper: Early Modern vs Modern English).
 
 Builds the `sentences` config (one masked sentence per row with its group and valence rho)
 and, when an annotation file is given, the `annotations` config (sigma per sentence x token).

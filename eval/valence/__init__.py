@@ -1,4 +1,4 @@
-"""Evaluator for temporal valence (paper 004): fill-mask runs, the annotation loop, beta and delta.
+"""Evaluator for temporal valence (the temporal valence paper): fill-mask runs, the annotation loop, beta and delta.
 
     histbench eval valence --model hf:bert-base-uncased --model macberth=hf:emanjavacas/MacBERTh \\
         --top-k 10 --dataset build/valence-1.0.0 --out runs/valence

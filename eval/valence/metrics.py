@@ -1,4 +1,4 @@
-"""Bias beta and domain adequacy delta (paper 004, section 3, Equations 1-4).
+"""Bias beta and domain adequacy delta (the temporal valence paper, section 3, Equations 1-4).
 
 For a model m and a sentence s, the model's top-k fillers w_1..w_k come with their
 probabilities p_1..p_k (Eq. 1) and the annotated token-in-sentence valences
