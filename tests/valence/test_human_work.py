@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,20 @@ def test_a_failed_valence_report_leaves_the_earlier_report(synthetic_run, annota
     after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     assert after == before
     assert sorted(p.name for p in synthetic_run.path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_first_eval_whose_model_fails_to_load_leaves_no_run_folder(tiny_masked_lm, sentences_csv, build_valence,
+                                                                      tmp_path, capsys):
+    """Before, the folder kept top-k 5 from the failed run and refused --top-k 3 afterwards."""
+    built = build_valence(sentences_csv)
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_masked_lm, broken)
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(b"not a safetensors file")
+    run = tmp_path / "run"
+    assert cli.main(["eval", "valence", "--dataset", str(built), "--out", str(run), "--top-k", "5",
+                     "--model", f"hf:{broken}"]) == 2
+    assert "cannot load the model" in capsys.readouterr().err
+    assert not run.exists()
+    assert cli.main(["eval", "valence", "--dataset", str(built), "--out", str(run), "--top-k", "3",
+                     "--model", f"tiny=hf:{tiny_masked_lm}"]) == 0
