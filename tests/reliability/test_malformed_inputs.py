@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +53,6 @@ class Case:
     make: Callable[[Path], Made]
     expect: tuple[str, ...] = ()   # more text the error line must hold (a row, a field)
     owner: str | None = None       # "branch: what it fixes" when another branch owns the reader
-    subprocess: bool = False       # run in a child process with a timeout (inputs that could hang)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -153,7 +150,7 @@ def _release_table(tmp: Path, sep: str, edit: Callable[[list[dict]], list[dict]]
 
 
 def _mher(tmp: Path, table: str, edit: Callable[[str], str | bytes], suffix: str = ".csv") -> Made:
-    folder = copy_sample("mher", ".", tmp / "registry") if False else tmp / "registry"
+    folder = tmp / "registry"
     shutil.copytree(SOURCES / "mher" / "sample", folder)
     target = folder / f"{table}.csv"
     data = edit(target.read_text(encoding="utf-8"))
@@ -267,11 +264,16 @@ def _run_store(tmp: Path, damage: Callable[[Path], Path]) -> Made:
 
 # --------------------------------------------------------------------------- the corpus
 
-BILLION_LAUGHS_XML_ENTITIES = (
-    '<!DOCTYPE lolz [<!ENTITY lol "lol">'
-    + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
-    + "]>"
-)
+def _laughs(levels: int) -> str:
+    """An internal DTD whose last entity expands to 10**levels copies of "lol" (the "billion
+    laughs" attack has 9 levels: 3 GB from 1 KB)."""
+    return ('<!DOCTYPE lolz [<!ENTITY lol "lol">'
+            + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">'
+                      for i in range(1, levels + 1))
+            + "]>")
+
+
+BILLION_LAUGHS_XML_ENTITIES = _laughs(9)
 
 CONLLU_OK = (SOURCES / "italian" / "sample" / "cavalcanti" / "sample_sonetto.conllu").read_text(encoding="utf-8")
 LETTER_OK = (SOURCES / "italian" / "sample" / "classense" / "SAMPLE_CF_E10001.xml").read_text(encoding="utf-8")
@@ -428,11 +430,13 @@ CASES: list[Case] = [
     Case("turtle-syntax-error", lambda t: _graph(t, TURTLE_OK.replace(" .\n", " \n", 1), "ttl")),
     Case("turtle-unknown-prefix", lambda t: _graph(t, TURTLE_OK.replace("@prefix oa:", "@prefix oax:", 1), "ttl")),
     Case("rdfxml-not-xml", lambda t: _graph(t, "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>", "rdf")),
-    Case("rdfxml-billion-laughs", lambda t: _graph(
-        t, "<?xml version='1.0'?>" + BILLION_LAUGHS_XML_ENTITIES.replace("lolz", "rdf:RDF")
+    # ten thousand laughs (30 KB expanded): the entity expansion itself is the fault; the full
+    # nine levels are not run here, since today they keep a CPU busy for minutes (issue 17, point 5)
+    Case("rdfxml-entity-expansion", lambda t: _graph(
+        t, "<?xml version='1.0'?>" + _laughs(4).replace("lolz", "rdf:RDF")
            + "<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#' xmlns:d='http://x/'>"
-           + "<rdf:Description rdf:about='http://x/a'><d:p>&lol9;</d:p></rdf:Description></rdf:RDF>", "rdf"),
-         owner="italian: RDF/XML parsed with entity expansion off, input size and triples bounded", subprocess=True),
+           + "<rdf:Description rdf:about='http://x/a'><d:p>&lol4;</d:p></rdf:Description></rdf:RDF>", "rdf"),
+         owner="italian: RDF/XML parsed with entity expansion off, input size and triples bounded"),
     Case("ntriples-broken-line", lambda t: _graph(t, "<http://x/a> <http://x/p> \"unterminated .\n", "nt")),
     Case("graph-is-binary", lambda t: _graph(t, bytes(range(256)) * 4, "ttl")),
     # ---- Historical Italian: the authors table
@@ -527,13 +531,8 @@ def _check(made: Made, status: int, stderr: str) -> None:
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES])
 def test_malformed_input_is_one_clear_error(case, tmp_path, cli):
     made = case.make(tmp_path)
-    if case.subprocess:
-        proc = subprocess.run([sys.executable, "-m", "histbench.builders.cli", *map(str, made.argv)], capture_output=True,
-                              text=True, timeout=20, env={**__import__("os").environ, "HISTBENCH_PROGRESS": "0"})
-        status, stderr = proc.returncode, proc.stderr
-    else:
-        result = cli(*made.argv)
-        status, stderr = result.status, result.stderr
+    result = cli(*made.argv)
+    status, stderr = result.status, result.stderr
     _check(made, status, stderr)
     error = next(line for line in stderr.splitlines() if line.startswith("histbench: error: "))
     for text in case.expect:
