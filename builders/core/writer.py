@@ -28,6 +28,7 @@ from .manifest import InputFile
 from .progress import log, progress, quiet_datasets
 from .resources import Resources
 from .schema import check_schema_conventions, schema_to_features, to_native, validate_records
+from .secrets import scrub_text
 
 MANIFEST_NAME = "histbench.json"
 SHARD_BYTES = 200 * 1024 * 1024
@@ -232,7 +233,7 @@ def write_build(
             resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
             data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
         )
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / "README.md").write_text(scrub_text(card), encoding="utf-8")
 
         data_sha = hashlib.sha256("".join(o["sha256"] for o in outputs).encode()).hexdigest()
         manifest = {
@@ -259,7 +260,9 @@ def write_build(
         }
         if extra_manifest:
             manifest.update(to_native(extra_manifest))
-        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        # build options may name a chat model and its options: no credential it read is written
+        (tmp / MANIFEST_NAME).write_text(scrub_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"),
+                                         encoding="utf-8")
 
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"

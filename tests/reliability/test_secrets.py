@@ -79,3 +79,31 @@ def test_the_key_is_registered_before_a_resumed_folder_rewrites_run_json(chat_se
     RunStore.open(tmp_path / "run", backend=load_backend(server.spec(key_env="HB_EARLY_KEY"),
                                                         {"extra_body": {"note": "sk-early-0a1b2c3d4e5f"}}))
     assert "sk-early" not in (tmp_path / "run" / "run.json").read_text()
+
+
+def test_a_build_with_a_chat_model_writes_no_credential(chat_server, tmp_path, monkeypatch):
+    """The Italian WSD steps ask a chat model while building; the build manifest records the
+    build options (--chat-option headers=...), which must not carry the key."""
+    from histbench.builders.cli import main
+
+    from .conftest import SOURCES
+
+    def answer(messages):
+        user = messages[-1]["content"]
+        if '"suitable"' in user:
+            return '{"suitable": true, "reason": "gloss"}'
+        if '"distractors"' in user:
+            return json.dumps({"distractors": ["senso figurato", "luogo", "strumento", "modo di camminare", "tessuto"]})
+        return '{"answer": "significato sintetico"}'
+
+    monkeypatch.setenv("HB_BUILD_KEY", "sk-build-1122334455")
+    server = chat_server(answer)
+    out = tmp_path / "out"
+    assert main(["build", "italian", "--leggomanzoni", str(SOURCES / "italian" / "sample" / "leggomanzoni"),
+                 "--embedding-model", "tfidf", "--wsd-questions", "0", "--chat-cache", str(tmp_path / "chat.jsonl"),
+                 "--chat-model", server.spec(key_env="HB_BUILD_KEY"),
+                 "--chat-option", 'headers={"x-api-key": "hdr-build-5566778899"}', "--out", str(out)]) == 0
+    assert server.headers[0]["x-api-key"] == "hdr-build-5566778899"
+    for path in [p for p in out.rglob("*") if p.is_file()] + [tmp_path / "chat.jsonl"]:
+        data = path.read_bytes()
+        assert b"hdr-build-5566778899" not in data and b"sk-build-1122334455" not in data, path
