@@ -209,7 +209,13 @@ class RunStore:
             )
 
     def _read_run_json(self) -> dict:
-        return read_json_object(self.run_path, error=EvalError)
+        info = read_json_object(self.run_path, error=EvalError)
+        for name, kind, what in (("backend", Mapping, "an object"), ("dataset", Mapping, "an object"),
+                                 ("options", Mapping, "an object"), ("sessions", list, "a list")):
+            if info.get(name) is not None and not isinstance(info[name], kind):
+                raise EvalError(f"expected {what}, got {type(info[name]).__name__} (the file was edited or damaged; "
+                                "fix it or use another run folder)", file=self.run_path, field=name)
+        return info
 
     def _load(self) -> None:
         """Read the records appended since the last call (all of them the first time, or
@@ -239,8 +245,7 @@ class RunStore:
                 continue
             try:
                 record = json.loads(line)
-                if not isinstance(record, dict) or "key" not in record or "request" not in record:
-                    raise ValueError("not a record")
+                _check_record(record)
             except ValueError as exc:
                 if not any(rest.strip() for rest in lines[index + 1:]):
                     warnings.warn(
@@ -492,7 +497,12 @@ class RunStore:
     def _record(self, stored: dict, request: Request, parse: Callable | None, reused: bool) -> Record:
         parsed, parse_error = stored.get("parsed"), stored.get("parse_error")
         if stored.get("response") is not None and parse is not None:
-            parsed, parse_error = _parse(parse, result_from_dict(stored["kind"], stored["response"]))
+            try:
+                result = result_from_dict(stored["kind"], stored["response"])
+            except (KeyError, TypeError) as exc:
+                raise EvalError(f"the stored answer of request {stored['key'][:12]} is not a {stored.get('kind')} result "
+                                f"({exc}); the file was edited or damaged", file=self.records_path) from exc
+            parsed, parse_error = _parse(parse, result)
         return Record(
             key=stored["key"],
             request=request,
@@ -513,6 +523,19 @@ class RunStore:
 
     def stored_requests(self) -> list[Request]:
         return [request_from_dict(r["request"]) for r in self._answered.values()]
+
+
+def _check_record(record: Any) -> None:
+    """ValueError unless `record` has the shape the store writes (key, kind, request, response)."""
+    from .backends.base import KINDS
+
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str) or not isinstance(record.get("request"), dict):
+        raise ValueError("not a record: expected an object with a text key and a request object")
+    record.setdefault("kind", record["request"].get("kind"))
+    if record["kind"] not in KINDS:
+        raise ValueError(f"not a record: unknown kind {record['kind']!r}")
+    if record.get("response") is not None and not isinstance(record["response"], dict):
+        raise ValueError("not a record: the response is not an object")
 
 
 def _check_creatable(run_dir: Path) -> None:

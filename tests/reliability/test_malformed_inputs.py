@@ -491,6 +491,11 @@ CASES: list[Case] = [
          expect=("row 2",)),
     Case("run-json-not-json", lambda t: _run_store(t, lambda run: _write(run / "run.json", "{\"backend\": "))),
     Case("run-json-is-a-list", lambda t: _run_store(t, lambda run: _write(run / "run.json", "[]"))),
+    Case("run-json-backend-not-an-object", lambda t: _run_store(t, lambda run: _write(
+        run / "run.json", json.dumps({"backend": "api:m@http://127.0.0.1:9/v1"}))), expect=("field 'backend'",)),
+    Case("run-json-sessions-not-a-list", lambda t: _run_store(t, lambda run: _write(
+        run / "run.json", json.dumps({"backend": {"canonical_spec": "api:m@http://127.0.0.1:9/v1"}, "sessions": 3}))),
+         expect=("field 'sessions'",)),
 ]
 
 
