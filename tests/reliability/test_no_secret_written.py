@@ -37,8 +37,8 @@ def creds(monkeypatch):
 
 def _model_args(server, creds) -> list[str]:
     spec = f"api:{server.model}@{server.base_url}?api-key={creds['query']}#HB_SECRET_KEY"
-    return ["--model", spec, "--model-option", json.dumps({"x-api-key": creds["header"]}, separators=(",", ":")).join(
-        ["headers=", ""]), "--model-option", "max_retries=0"]
+    headers = json.dumps({"x-api-key": creds["header"]}, separators=(",", ":"))
+    return ["--model", spec, "--model-option", f"headers={headers}", "--model-option", "max_retries=0"]
 
 
 def _assert_clean(folders: list[Path], creds: dict[str, str]) -> int:
@@ -93,9 +93,9 @@ def test_chronologic_generation_run_and_report_hold_no_credential(builds, chat_s
     run, report = tmp_path / "run", tmp_path / "report"
     assert main(["eval", "chronologic", "--mode", "generate", "--dataset", str(builds["chronologic"]), "--out", str(run),
                  "--limit", "3", *_model_args(server, creds)]) == 0
-    main(["report", "chronologic", str(run), "--out", str(report)])
+    assert main(["report", "chronologic", str(run), "--out", str(report)]) == 0
     _assert_sent(server, creds)
-    _assert_clean([run] + ([report] if report.exists() else []), creds)
+    _assert_clean([run, report], creds)
 
 
 def test_mher_run_and_report_hold_no_credential(builds, chat_server, creds, tmp_path):
