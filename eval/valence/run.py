@@ -180,11 +180,11 @@ def _predict(run: RunFolder, built: BuiltDataset, sentences: list[dict], models:
         rows, kinds = prediction_rows(model.label, sentences, results, marker_vocabulary=markers, special_tokens=specials)
         new_rows += rows
         per_model[model.label] = {
-            "spec": model.spec, "sentences": len(sentences), "failed": len(failed), "failures": failed[:20],
+            "spec": backend.spec, "sentences": len(sentences), "failed": len(failed), "failures": failed[:20],
             "kinds": kinds, "reused": store.last_stats.get("reused", 0), "asked": store.last_stats.get("asked", 0),
         }
         run.upsert_model({
-            "label": model.label, "spec": model.spec, "store": run.store_dir(model.label).relative_to(run.path).as_posix(),
+            "label": model.label, "spec": backend.spec, "store": run.store_dir(model.label).relative_to(run.path).as_posix(),
             "identity": backend.identity(), "failed": len(failed), "kinds": kinds,
         })
         backend.close()
