@@ -106,10 +106,16 @@ def _evaluator_parsers(subparsers, evaluators, builders) -> None:
         parser = per_report.add_parser(name, help=f"tables and figures from {name} runs",
                                        description=f"Tables and figures from runs of `histbench eval {name}`.")
         evaluator.add_report_arguments(parser)
-        parser.set_defaults(func=lambda a, e=evaluator: e.run_report(a))
+        parser.set_defaults(func=lambda a, e=evaluator: _run_report(e, a))
     for evaluator in evaluators.values():
         evaluator.add_commands(subparsers)
     _add_export(subparsers, evaluators)
+
+
+def _run_report(evaluator, args) -> None:
+    from histbench.eval.report import run_report
+
+    run_report(evaluator, args)
 
 
 def _add_export(subparsers, evaluators) -> None:

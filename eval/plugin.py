@@ -50,6 +50,13 @@ class BenchmarkEvaluator(ABC):
     def run_report(self, args: argparse.Namespace) -> None:
         raise UsageError(f"{self.name} has no `histbench report` command")
 
+    def report_out(self, args: argparse.Namespace) -> Path | None:
+        """The folder `run_report` writes (default `--out`; None: no folder). The CLI stages
+        it: `run_report` then gets `args.out` set to a temporary folder that replaces this
+        one only when the report is complete (histbench.eval.report.run_report)."""
+        out = getattr(args, "out", None)
+        return Path(out) if out else None
+
     def add_commands(self, subparsers) -> None:
         """Extra top-level subcommands (each must set `func` via set_defaults)."""
 

@@ -27,8 +27,20 @@ Decisions:
   with `error` and no response; its record also carries a `parse_error` ("no response:
   ...") so that code counting parse failures counts it too. A later run asks it again
   (it cost nothing).
-- One folder belongs to one model: opening it with another backend spec is an error.
-- Only one process may run requests in a folder at a time (an exclusive file lock).
+- One folder belongs to one model: opening it with another model is an error. "Another
+  model" compares the canonical spec (backends/spec.py: model, endpoint or folder, Hub
+  revision), not how the key is found or how the host is spelt; a folder that holds no
+  answer yet belongs to nobody.
+- Two processes may open the same folder; only one asks at a time. `run` takes an
+  exclusive lock on the folder (filelock), re-reads what other processes appended since,
+  and asks only what is still missing, so no request is paid twice and no key is written
+  twice; a second process waits (saying so) while the first asks.
+- Nothing is created before the model answers: the folder, run.json and records.jsonl
+  appear with the first answer, so a model that fails to load leaves no folder behind
+  that would hold its options and nothing else.
+- Credentials never reach the disk: the backend identity is redacted by name, and every
+  line and file written is scrubbed of the credentials the backend read (see
+  histbench.builders.core.secrets).
 """
 
 from __future__ import annotations
@@ -45,8 +57,10 @@ from typing import Any
 
 from histbench.builders.core.atomic import write_text_atomic
 from histbench.builders.core.errors import EvalError
-from histbench.builders.core.progress import progress
+from histbench.builders.core.locks import file_lock
+from histbench.builders.core.progress import log, progress
 from histbench.builders.core.readers import read_json_object
+from histbench.builders.core.secrets import scrub_text
 
 from .backends.base import Backend, Request, RequestFailed, Result, request_from_dict, result_from_dict
 
@@ -140,35 +154,49 @@ class RunStore:
         self.run_path = self.run_dir / RUN_NAME
         self._answered: dict[str, dict] = {}
         self._failed: dict[str, dict] = {}
+        #: bytes of records.jsonl read so far, and the file they were read from (st_dev, st_ino)
+        self._read_offset = 0
+        self._lines_read = 0
+        self._read_file: tuple[int, int] | None = None
         #: numbers of the last `run` call
         self.last_stats: dict[str, int] = {}
-        #: lines dropped when the folder was opened (torn last line)
+        #: lines dropped when the folder was read (torn last line)
         self.torn_lines = 0
 
     # -- opening -----------------------------------------------------------------------
 
     @classmethod
     def open(cls, run_dir: str | os.PathLike, *, backend: Backend, dataset: Any = None, options: Mapping | None = None) -> RunStore:
-        """Open (creating if needed) a run folder; what it holds is reused."""
+        """Open a run folder; what it holds is reused. A folder that does not exist yet is
+        created when the first answer arrives (see the module docstring)."""
         store = cls(Path(run_dir), backend, dataset, options)
-        try:
-            store.run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise EvalError(f"cannot create the run folder: {exc}", file=run_dir) from exc
+        if store.run_dir.exists() and not store.run_dir.is_dir():
+            raise EvalError("the run folder is a file, not a folder", file=store.run_dir)
+        if not store.run_dir.is_dir():
+            _check_creatable(store.run_dir)
+            return store
         with store._locked():
-            store._check_owner()
-            store._load()
-            store._write_run_json(new_session=None)
+            store._refresh()
+            if store.run_path.exists():
+                store._write_run_json(new_session=None)
         return store
+
+    def _refresh(self) -> None:
+        """Read what was appended to records.jsonl since the last read, then check that the
+        folder belongs to this model (under the lock)."""
+        self._load()
+        self._check_owner()
 
     def _check_owner(self) -> None:
         if not self.run_path.exists():
             return
         info = self._read_run_json()
-        spec = (info.get("backend") or {}).get("spec")
-        if spec and spec != self.backend.spec:
+        stored = info.get("backend") or {}
+        theirs = stored.get("canonical_spec") or _canonical_or_none(stored.get("spec"))
+        if theirs and theirs != self.backend.canonical_spec and self._answered:
             raise EvalError(
-                f"this run folder holds answers of model {spec!r}, not {self.backend.spec!r}: use another run folder",
+                f"this run folder holds answers of model {stored.get('spec')!r}, not {self.backend.spec!r} "
+                f"(compared as {theirs!r} and {self.backend.canonical_spec!r}): use another run folder",
                 file=self.run_dir,
             )
         ours = (self.dataset or {}).get("data_sha256")
@@ -181,26 +209,45 @@ class RunStore:
             )
 
     def _read_run_json(self) -> dict:
-        return read_json_object(self.run_path, error=EvalError)
+        info = read_json_object(self.run_path, error=EvalError)
+        for name, kind, what in (("backend", Mapping, "an object"), ("dataset", Mapping, "an object"),
+                                 ("options", Mapping, "an object"), ("sessions", list, "a list")):
+            if info.get(name) is not None and not isinstance(info[name], kind):
+                raise EvalError(f"expected {what}, got {type(info[name]).__name__} (the file was edited or damaged; "
+                                "fix it or use another run folder)", file=self.run_path, field=name)
+        return info
 
     def _load(self) -> None:
+        """Read the records appended since the last call (all of them the first time, or
+        when the file was replaced or shortened behind our back). Called under the lock."""
         if not self.records_path.exists():
             return
-        data = self.records_path.read_bytes()
-        offset = 0
+        stat = self.records_path.stat()
+        file_id = (stat.st_dev, stat.st_ino)
+        if file_id != self._read_file or stat.st_size < self._read_offset:
+            self._answered.clear()
+            self._failed.clear()
+            self._read_offset = self._lines_read = 0
+            self._read_file = file_id
+        if stat.st_size == self._read_offset:
+            return
+        with self.records_path.open("rb") as handle:
+            handle.seek(self._read_offset)
+            data = handle.read()
         lines = data.split(b"\n")
-        for number, line in enumerate(lines, start=1):
-            is_last = number == len(lines)
-            line_start = offset
-            offset += len(line) + 1
+        position = self._read_offset
+        added_newline = 0
+        for index, line in enumerate(lines):
+            number = self._lines_read + index + 1
+            line_start = position
+            position += len(line) + 1
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-                if not isinstance(record, dict) or "key" not in record or "request" not in record:
-                    raise ValueError("not a record")
+                _check_record(record)
             except ValueError as exc:
-                if is_last or not any(rest.strip() for rest in lines[number:]):
+                if not any(rest.strip() for rest in lines[index + 1:]):
                     warnings.warn(
                         f"{self.records_path}: line {number} is incomplete (the run was interrupted while writing it); "
                         "it is ignored and its request will be asked again",
@@ -209,12 +256,24 @@ class RunStore:
                     self.torn_lines += 1
                     with self.records_path.open("r+b") as handle:
                         handle.truncate(line_start)
+                    self._read_offset, self._lines_read = line_start, number - 1
                     return
                 raise EvalError(f"line {number} of the run store is not a valid record ({exc})", file=self.records_path, row=number) from exc
-            if is_last:  # complete object without its newline: add it before appending
+            if index == len(lines) - 1:  # complete object without its newline: add it before appending
                 with self.records_path.open("ab") as handle:
                     handle.write(b"\n")
+                added_newline = 1
             self._remember(record)
+        self._read_offset = self._read_offset + len(data) + added_newline
+        self._lines_read += data.count(b"\n") + added_newline
+
+    def _mark_appended(self, size: int, lines: int) -> None:
+        """What this process appended itself (under the lock) needs no re-reading."""
+        if self._read_file is None and self.records_path.exists():
+            stat = self.records_path.stat()
+            self._read_file = (stat.st_dev, stat.st_ino)
+        self._read_offset = size
+        self._lines_read += lines
 
     def _remember(self, record: dict) -> None:
         key = record["key"]
@@ -257,26 +316,13 @@ class RunStore:
     # -- locking ---------------------------------------------------------------------------
 
     def _locked(self):
-        store = self
-
-        class _Lock:
-            def __enter__(self):
-                self.handle = (store.run_dir / LOCK_NAME).open("a+")
-                try:
-                    import fcntl
-                except ImportError:  # Windows: no advisory locks; single-process use assumed
-                    return self
-                try:
-                    fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    self.handle.close()
-                    raise EvalError("another histbench process is using this run folder", file=store.run_dir) from exc
-                return self
-
-            def __exit__(self, *exc):
-                self.handle.close()  # closing releases the lock
-
-        return _Lock()
+        """The folder's exclusive lock; another process holding it is waited for (once
+        announced on stderr)."""
+        return file_lock(
+            self.run_dir / LOCK_NAME,
+            on_wait=lambda: log(f"{self.run_dir}: another histbench process is asking in this run folder; waiting for it "
+                                "(its answers will be reused)"),
+        )
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -298,52 +344,33 @@ class RunStore:
     def run(self, requests: Sequence[Request], parse: Callable[[Result], Any] | None = None, desc: str = "requests") -> list[Record]:
         """Answer every request (asking the backend only for those not answered yet) and
         return one Record per request, in order. `parse(result)` turns a result into what
-        the evaluator scores; an exception it raises becomes the record's parse_error."""
+        the evaluator scores; an exception it raises becomes the record's parse_error.
+
+        Under the folder's lock, what other processes answered meanwhile is read first and
+        reused: nothing is asked twice, whoever asked it."""
         requests = list(requests)
         keys = [self.key(r) for r in requests]
-        todo: dict[str, Request] = {}
-        for key, request in zip(keys, requests, strict=True):
-            if key not in self._answered and key not in todo:
-                todo[key] = request
-        reused = len({k for k in keys if k in self._answered})
-        todo_keys = list(todo)
         fresh: dict[str, Record] = {}
-        stats = {"requests": len(requests), "unique": len(set(keys)), "reused": reused, "asked": 0, "failed": 0, "parse_failures": 0}
-        with self._locked():
-            self._write_run_json(new_session={"started": utc_now(), "ended": None, "to_ask": len(todo), "reused": reused, "options": self.options})
-            interrupted = False
-            last_sync = time.monotonic()
-            started = utc_now()
-            bar = progress(total=len(todo_keys), desc=desc, unit="req")
+        created = False
+        if not self.run_dir.is_dir():
+            if not requests:
+                self.last_stats = {"requests": 0, "unique": 0, "reused": 0, "asked": 0, "failed": 0, "parse_failures": 0}
+                return []
             try:
-                with self.records_path.open("a", encoding="utf-8") as handle:
-                    try:
-                        if todo_keys:
-                            for index, result in self.backend.stream([todo[k] for k in todo_keys]):
-                                key = todo_keys[index]
-                                stored = self._stored(key, todo[key], result, started, parse)
-                                handle.write(json.dumps(stored, ensure_ascii=False, default=_json_default) + "\n")
-                                handle.flush()
-                                if time.monotonic() - last_sync > FSYNC_EVERY_S:
-                                    os.fsync(handle.fileno())
-                                    last_sync = time.monotonic()
-                                self._remember(stored)
-                                fresh[key] = self._record(stored, todo[key], None, reused=False)
-                                stats["asked"] += 1
-                                stats["failed"] += stored["error"] is not None
-                                bar.update(1)
-                    finally:
-                        handle.flush()
-                        os.fsync(handle.fileno())
-            except KeyboardInterrupt:
-                interrupted = True
-                raise
-            finally:
-                bar.close()
-                self._write_run_json(
-                    new_session=None,
-                    update_last={"ended": utc_now(), "asked": stats["asked"], "failed": stats["failed"], "interrupted": interrupted},
-                )
+                self.run_dir.mkdir(parents=True)
+            except FileExistsError:
+                pass  # another process made it meanwhile
+            except OSError as exc:
+                raise EvalError(f"cannot create the run folder: {exc}", file=self.run_dir) from exc
+            else:
+                created = True
+        try:
+            with self._locked():
+                self._refresh()
+                stats = self._ask(requests, keys, parse, desc, fresh)
+        finally:
+            if created:
+                self._remove_if_empty()
         out: list[Record] = []
         for key, request in zip(keys, requests, strict=True):
             if key in fresh:
@@ -357,6 +384,79 @@ class RunStore:
         stats["failed"] = sum(r.error is not None for r in out)
         self.last_stats = stats
         return out
+
+    def _ask(self, requests: list[Request], keys: list[str], parse: Callable | None, desc: str, fresh: dict) -> dict:
+        """Ask the backend for every key not answered yet (under the lock); the session is
+        written to run.json with the first answer (or at once when run.json exists)."""
+        todo: dict[str, Request] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key not in self._answered and key not in todo:
+                todo[key] = request
+        reused = len({k for k in keys if k in self._answered})
+        todo_keys = list(todo)
+        stats = {"requests": len(requests), "unique": len(set(keys)), "reused": reused, "asked": 0, "failed": 0, "parse_failures": 0}
+        session = {"started": utc_now(), "ended": None, "to_ask": len(todo), "reused": reused, "options": self.options}
+        session_open = False
+        if self.run_path.exists():
+            self._write_run_json(new_session=session)
+            session_open = True
+        interrupted = False
+        last_sync = time.monotonic()
+        started = utc_now()
+        bar = progress(total=len(todo_keys), desc=desc, unit="req")
+        handle = None
+        appended = 0
+        try:
+            try:
+                if todo_keys:
+                    for index, result in self.backend.stream([todo[k] for k in todo_keys]):
+                        if handle is None:  # the model answered: the folder now holds something
+                            handle = self.records_path.open("a", encoding="utf-8")
+                            if not session_open:
+                                self._write_run_json(new_session=session)
+                                session_open = True
+                        key = todo_keys[index]
+                        stored = self._stored(key, todo[key], result, started, parse)
+                        handle.write(scrub_text(json.dumps(stored, ensure_ascii=False, default=_json_default)) + "\n")
+                        handle.flush()
+                        appended += 1
+                        if time.monotonic() - last_sync > FSYNC_EVERY_S:
+                            os.fsync(handle.fileno())
+                            last_sync = time.monotonic()
+                        self._remember(stored)
+                        fresh[key] = self._record(stored, todo[key], None, reused=False)
+                        stats["asked"] += 1
+                        stats["failed"] += stored["error"] is not None
+                        bar.update(1)
+            finally:
+                if handle is not None:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    handle.close()
+                    self._mark_appended(self.records_path.stat().st_size, appended)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            bar.close()
+            if session_open:
+                self._write_run_json(
+                    new_session=None,
+                    update_last={"ended": utc_now(), "asked": stats["asked"], "failed": stats["failed"], "interrupted": interrupted},
+                )
+        return stats
+
+    def _remove_if_empty(self) -> None:
+        """Remove a folder this call created when it ended up holding nothing (the model
+        failed before its first answer): only the lock file may be in it."""
+        try:
+            leftovers = [p for p in self.run_dir.iterdir() if p.name != LOCK_NAME]
+            if leftovers:
+                return
+            (self.run_dir / LOCK_NAME).unlink(missing_ok=True)
+            self.run_dir.rmdir()
+        except OSError:
+            pass
 
     def _stored(self, key: str, request: Request, result: Result | RequestFailed, started: str, parse: Callable | None) -> dict:
         base = {
@@ -397,7 +497,12 @@ class RunStore:
     def _record(self, stored: dict, request: Request, parse: Callable | None, reused: bool) -> Record:
         parsed, parse_error = stored.get("parsed"), stored.get("parse_error")
         if stored.get("response") is not None and parse is not None:
-            parsed, parse_error = _parse(parse, result_from_dict(stored["kind"], stored["response"]))
+            try:
+                result = result_from_dict(stored["kind"], stored["response"])
+            except (KeyError, TypeError) as exc:
+                raise EvalError(f"the stored answer of request {stored['key'][:12]} is not a {stored.get('kind')} result "
+                                f"({exc}); the file was edited or damaged", file=self.records_path) from exc
+            parsed, parse_error = _parse(parse, result)
         return Record(
             key=stored["key"],
             request=request,
@@ -418,6 +523,45 @@ class RunStore:
 
     def stored_requests(self) -> list[Request]:
         return [request_from_dict(r["request"]) for r in self._answered.values()]
+
+
+def _check_record(record: Any) -> None:
+    """ValueError unless `record` has the shape the store writes (key, kind, request, response)."""
+    from .backends.base import KINDS
+
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str) or not isinstance(record.get("request"), dict):
+        raise ValueError("not a record: expected an object with a text key and a request object")
+    record.setdefault("kind", record["request"].get("kind"))
+    if record["kind"] not in KINDS:
+        raise ValueError(f"not a record: unknown kind {record['kind']!r}")
+    if record.get("response") is not None and not isinstance(record["response"], dict):
+        raise ValueError("not a record: the response is not an object")
+
+
+def _check_creatable(run_dir: Path) -> None:
+    """A clear error now, before any model is loaded, when the folder could not be made later."""
+    parent = run_dir.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise EvalError(f"cannot create the run folder: {parent} is not a folder", file=run_dir)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise EvalError(f"cannot create the run folder: {parent} is not writable", file=run_dir)
+
+
+def _canonical_or_none(spec: Any) -> str | None:
+    """The canonical form of a spec recorded by an older histbench (run.json without
+    canonical_spec); None when it cannot be read as a spec."""
+    if not isinstance(spec, str) or not spec:
+        return None
+    from histbench.builders.core.errors import HistbenchError
+
+    from .backends.spec import canonical_spec
+
+    try:
+        return canonical_spec(spec)
+    except HistbenchError:
+        return spec
 
 
 def _parse(parse: Callable | None, result: Result) -> tuple[Any, str | None]:

@@ -15,6 +15,7 @@ listing them all.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
 from collections import Counter
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import iter_jsonl_objects
+from histbench.builders.core.readers import iter_jsonl_objects, read_text_utf8
 
 from .taxonomy import FRAME_TYPES, GROUND_TRUTH_PROBABILITY, MAX_OPTIONS, MIN_OPTIONS, REASONING_TYPES
 
@@ -123,9 +124,11 @@ def _raw_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 def _raw_json(path: Path) -> list[tuple[int, dict]]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
+        value = json.loads(read_text_utf8(path))
     except json.JSONDecodeError as exc:
         raise SourceError(f"not valid JSON ({exc.msg} at line {exc.lineno})", file=path) from exc
+    except RecursionError as exc:
+        raise SourceError("JSON nested too deeply to be a question release", file=path) from exc
     if isinstance(value, dict) and isinstance(value.get("questions"), list):
         value = value["questions"]
     if not isinstance(value, list):
@@ -141,24 +144,29 @@ def _raw_json(path: Path) -> list[tuple[int, dict]]:
 def _parse_list_cell(text: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         pass
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError) as exc:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         raise ValueError("expected a JSON array (e.g. [\"a\", \"b\"])") from exc
 
 
 def _raw_table(path: Path, sep: str) -> list[tuple[int, dict]]:
     import pandas as pd
 
+    text = read_text_utf8(path)
+    _check_row_widths(path, text, sep)
     try:
-        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, index_col=False)
+    except pd.errors.EmptyDataError as exc:
+        raise SourceError("the file is empty (expected a header row with question_number)", file=path) from exc
+    except (pd.errors.ParserError, ValueError) as exc:
         raise SourceError(f"cannot read as {'TSV' if sep == chr(9) else 'CSV'}: {exc}", file=path) from exc
     if "question_number" not in frame.columns:
         raise SourceError(
-            f"no 'question_number' column; the header has: {', '.join(map(str, frame.columns[:12]))}", file=path
+            "no 'question_number' column; the header has: "
+            + ", ".join(repr(str(c)[:40]) for c in frame.columns[:12]), file=path
         )
     records = []
     for index, row in enumerate(frame.to_dict(orient="records"), start=1):
@@ -180,6 +188,26 @@ def _raw_table(path: Path, sep: str) -> list[tuple[int, dict]]:
                 record[name] = cell
         records.append((index, record))
     return records
+
+
+def _check_row_widths(path: Path, text: str, sep: str) -> None:
+    """A row with more cells than the header is an error naming it (pandas would turn the
+    extra leading cells into an index and shift every column: a misleading error later)."""
+    import csv
+
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    row = 0
+    try:
+        width = None
+        for row, cells in enumerate(reader):   # row 0 is the header; data rows count from 1
+            if width is None:
+                width = len(cells)
+            elif len(cells) > width and any(c.strip() for c in cells[width:]):
+                kind = "TSV" if sep == "\t" else "CSV"
+                raise SourceError(f"{len(cells)} cells but the header has {width} columns (a {kind} cell holding "
+                                  f"the separator must be quoted)", file=path, row=row)
+    except csv.Error as exc:
+        raise SourceError(f"not a valid table ({exc})", file=path, row=max(row, 1)) from exc
 
 
 def _int_from_text(text: str) -> Any:

@@ -36,9 +36,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """`Path(path).write_text(text)` (UTF-8) without ever leaving a partial file."""
+    """`Path(path).write_text(text)` (UTF-8) without ever leaving a partial file, and
+    without any credential this process read (see secrets.py)."""
+    from .secrets import scrub_text
+
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(scrub_text(text), encoding="utf-8")
 
 
 @contextmanager
@@ -51,8 +54,17 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+            # the old folder steps aside first, so that no moment leaves neither in place
+            old = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.old")
+            os.replace(path, old)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

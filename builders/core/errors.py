@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from os import PathLike
 
+MAX_HEADLINE = 2000
+
+
+def _one_line(text: str) -> str:
+    return str(text).replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+
 
 class HistbenchError(Exception):
     """Base class of every error histbench raises on purpose.
@@ -35,6 +41,9 @@ class HistbenchError(Exception):
         super().__init__(self.headline())
 
     def headline(self) -> str:
+        """One line: where (file, row, field), then the message. Line breaks that a quoted
+        value brought in are shown as \\n, and a message longer than MAX_HEADLINE characters
+        (a 40 MB cell quoted back) is cut, saying how much was left out."""
         where = []
         if self.file is not None:
             where.append(self.file)
@@ -43,7 +52,10 @@ class HistbenchError(Exception):
         if self.field is not None:
             where.append(f"field {self.field!r}")
         prefix = ", ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        message = _one_line(self.message)
+        if len(message) > MAX_HEADLINE:
+            message = f"{message[:MAX_HEADLINE]}... ({len(message) - MAX_HEADLINE:,} more characters)"
+        return f"{_one_line(prefix)}: {message}" if prefix else message
 
     def __str__(self) -> str:
         return self.headline()

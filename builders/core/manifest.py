@@ -32,10 +32,8 @@ from pathlib import Path
 
 from .card import REDISTRIBUTION
 from .errors import SourceError, UsageError
-from .progress import progress
+from .hashing import sha256_path
 from .resources import Resources
-
-_HASH_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -153,18 +151,6 @@ class InputFile:
         return record
 
 
-def sha256_file(path: Path, show_progress: bool = True) -> str:
-    digest = hashlib.sha256()
-    size = path.stat().st_size
-    with path.open("rb") as handle, progress(
-        total=size, desc=f"sha256 {path.name}", unit="B", unit_scale=True, disable=None if show_progress else True
-    ) as bar:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-            bar.update(len(chunk))
-    return digest.hexdigest()
-
-
 def _extension(path: Path) -> str:
     return path.suffix.lower().lstrip(".")
 
@@ -187,7 +173,7 @@ def _resolve_one(spec: InputSpec, raw: str | Path, allow_checksum_mismatch: bool
         if not path.is_file():
             raise SourceError(f"{spec.option} expects a file, got a directory", file=path)
         _check_format(spec, path)
-        digest = sha256_file(path)
+        digest = sha256_path(path, show_progress=True)
         size = path.stat().st_size
         files: tuple[tuple[str, str], ...] = ()
     else:
@@ -196,7 +182,7 @@ def _resolve_one(spec: InputSpec, raw: str | Path, allow_checksum_mismatch: bool
         members = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
         if not members:
             raise SourceError(f"directory for {spec.option} holds no files", file=path)
-        files = tuple((p.relative_to(path).as_posix(), sha256_file(p, show_progress=False)) for p in members)
+        files = tuple((p.relative_to(path).as_posix(), sha256_path(p)) for p in members)
         combined = hashlib.sha256("".join(f"{rel}\0{d}\n" for rel, d in files).encode()).hexdigest()
         digest = combined
         size = sum(p.stat().st_size for p in members)

@@ -23,6 +23,7 @@ import yaml
 
 from .card import LICENCE_FILE, licence_file, render_card
 from .errors import BuildError, HistbenchError
+from .hashing import sha256_path
 from .manifest import InputFile
 from .paths import local_paths, names_this_machine, portable_option
 from .progress import log, progress, quiet_datasets
@@ -34,6 +35,7 @@ from .schema import (
     to_native,
     validate_records,
 )
+from .secrets import scrub_text
 
 MANIFEST_NAME = "histbench.json"
 SHARD_BYTES = 200 * 1024 * 1024
@@ -81,14 +83,6 @@ def histbench_commit() -> str | None:
         capture_output=True, text=True, timeout=5, check=False,
     ).stdout.strip()
     return commit + ("+dirty" if dirty else "")
-
-
-def sha256_path(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def utc_now() -> str:
@@ -233,7 +227,7 @@ def write_build(
             data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
             inputs=input_records, default_config=default_config,
         )
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+        (tmp / "README.md").write_text(scrub_text(card), encoding="utf-8")
         if "license_link: LICENSE.md" in card:
             pretty = yaml.safe_load(card.split("---\n", 2)[1]).get("pretty_name", benchmark)
             (tmp / LICENCE_FILE).write_text(licence_file(pretty, benchmark, version, input_records), encoding="utf-8")
@@ -264,7 +258,9 @@ def write_build(
         if extra_manifest:
             manifest.update(portable_option(to_native(extra_manifest)))
         _refuse_local_paths(manifest, tables)
-        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        # build options may name a chat model and its options: no credential it read is written
+        (tmp / MANIFEST_NAME).write_text(scrub_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"),
+                                         encoding="utf-8")
 
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"

@@ -98,12 +98,16 @@ def read_annotations(
     default_annotator: str | None = None,
     fold_case: bool = True,
     default_method: str = "manual",
+    allow_blank: bool = False,
 ) -> tuple[list[Annotation], dict]:
     """Parse and check an annotation file against the sentences (id -> text with [MASK]).
 
     Returns (annotations, stats). Raises SourceError naming every bad row (first 20).
     Exact duplicate rows (same annotator, sentence, token and value) are kept once and
     counted; the same annotator giving two different values is an error naming both rows.
+    allow_blank: a row with neither sigma nor skip (whatever its annotator or comment
+    cells hold) is "not yet annotated": counted in stats["blank"] and left out, instead
+    of being an error (the `--partial` import of a half-filled sheet).
     """
     path = Path(path)
     columns, rows = read_table(path)
@@ -121,6 +125,7 @@ def read_annotations(
     seen: dict[tuple[str, str, str], tuple[int, Annotation]] = {}
     kept: list[Annotation] = []
     duplicates = 0
+    blank = 0
     for row in rows:
         sentence_id = row.get("sentence_id", "id")
         token = row.get("token", "word")
@@ -148,6 +153,19 @@ def read_annotations(
                     f"({sentences[sentence_id]!r}); is the sentence_id right?",
                 )
                 continue
+        raw_sigma = row.get("sigma", "valence")
+        raw_skip = (row.get("skip") or "").strip().lower()
+        if raw_sigma is None and raw_skip in NO_WORDS:
+            if allow_blank:
+                blank += 1
+                continue
+            problems.add(
+                row.number,
+                f"field 'sigma': token {token!r} in sentence {sentence_id!r} is not annotated "
+                f"(give a value on the scale {scale.describe()} or mark it skip; --partial imports the "
+                "annotated rows and leaves this one for later)",
+            )
+            continue
         annotator = (row.get("annotator") or default_annotator or "").strip()
         if not annotator:
             problems.add(row.number, "field 'annotator': empty (fill it or pass --annotator NAME)")
@@ -156,8 +174,6 @@ def read_annotations(
         if method not in METHODS:
             problems.add(row.number, f"field 'method': {method!r} is not one of {', '.join(METHODS)}")
             continue
-        raw_sigma = row.get("sigma", "valence")
-        raw_skip = (row.get("skip") or "").strip().lower()
         if raw_skip not in SKIP_WORDS and raw_skip not in NO_WORDS:
             problems.add(row.number, f"field 'skip': {raw_skip!r} is neither yes/true/1/x nor empty/no")
             continue
@@ -168,13 +184,6 @@ def read_annotations(
                 problems.add(row.number, f"token {token!r}: both a sigma ({raw_sigma!r}) and skip are given; keep one")
                 continue
         else:
-            if raw_sigma is None:
-                problems.add(
-                    row.number,
-                    f"field 'sigma': token {token!r} in sentence {sentence_id!r} is not annotated "
-                    f"(give a value on the scale {scale.describe()} or mark it skip)",
-                )
-                continue
             try:
                 sigma = scale.check(raw_sigma, "sigma")
             except ScaleError as exc:
@@ -199,6 +208,7 @@ def read_annotations(
     stats = {
         "rows": len(rows),
         "annotations": len(kept),
+        "blank": blank,
         "skipped": sum(a.skipped for a in kept),
         "exact_duplicates_dropped": duplicates,
         "annotators": sorted({a.annotator for a in kept}),

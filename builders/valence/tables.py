@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import iter_jsonl_objects
+from histbench.builders.core.readers import iter_jsonl_objects, read_text_utf8
 
 FORMATS = ("csv", "tsv", "jsonl")
 
@@ -43,17 +43,25 @@ def read_table(path: Path) -> tuple[list[str], list[Row]]:
     suffix = path.suffix.lower().lstrip(".")
     if suffix not in FORMATS:
         raise SourceError(f"unknown table format .{suffix}; accepted: .csv, .tsv, .jsonl", file=path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8", file=path) from exc
+    text = read_text_utf8(path)
     if suffix == "jsonl":
         return _read_jsonl(path, text)
     return _read_delimited(path, text, "\t" if suffix == "tsv" else ",")
 
 
 def _read_delimited(path: Path, text: str, delimiter: str) -> tuple[list[str], list[Row]]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    """Rows of a CSV/TSV file; strict quoting: a quote left open (a cell cut short, or a
+    stray quote in a hand edit) is an error naming the row where it starts, not a cell that
+    swallows the rest of the file."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    try:
+        return _delimited_rows(path, reader, delimiter)
+    except csv.Error as exc:
+        raise SourceError(f"not a valid {'TSV' if delimiter == chr(9) else 'CSV'} file ({exc})", file=path,
+                          row=reader.line_num or 1) from exc
+
+
+def _delimited_rows(path: Path, reader, delimiter: str) -> tuple[list[str], list[Row]]:
     try:
         header = next(reader)
     except StopIteration as exc:

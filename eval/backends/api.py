@@ -32,6 +32,7 @@ from datetime import UTC
 from typing import Any
 
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.secrets import is_secret_name, register_secret
 
 from .base import GENERATE, Backend, GenerateRequest, GenerateResult, Request, RequestFailed, Result
 
@@ -65,6 +66,8 @@ class APIBackend(Backend):
         self.base_url = base_url
         env = key_env or self.options.get("api_key_env")
         self.key_env = env
+        # the key is read when requests are sent; it is registered now, before anything is written
+        register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
         self.supports = frozenset({GENERATE})
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
@@ -84,20 +87,25 @@ class APIBackend(Backend):
 
     @property
     def url(self) -> str:
-        return self.base_url + "/chat/completions"
+        """The chat-completions URL (the base URL's query string, e.g. Azure's api-version, kept)."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as error messages show it (credentials in its query redacted)."""
+        from histbench.builders.core.secrets import redact_url
+
+        return redact_url(self.url)
 
     def identity(self) -> dict:
-        ident = super().identity()
-        ident.update({"model": self.model, "base_url": self.base_url, "key_env": self.key_env})
-        return ident
+        from histbench.builders.core.secrets import redact_url
 
-    def key_identity(self) -> dict:
-        # The key's environment variable is not part of what answers depend on.
-        return {
-            "spec": f"api:{self.model}@{self.base_url}",
-            "revision": None,
-            "options": {k: self.options.get(k) for k in self.KEY_OPTIONS},
-        }
+        ident = super().identity()
+        ident.update({"model": self.model, "base_url": redact_url(self.base_url), "key_env": self.key_env})
+        return ident
 
     # -- requests ----------------------------------------------------------------------
 
@@ -128,8 +136,13 @@ class APIBackend(Backend):
         else:
             key = os.environ.get(DEFAULT_KEY_ENV)
         if key:
+            register_secret(key)
             headers["Authorization"] = f"Bearer {key}"
-        headers.update(self.options.get("headers") or {})
+        extra = self.options.get("headers") or {}
+        for name, value in extra.items():
+            if is_secret_name(name):
+                register_secret(str(value))
+        headers.update({str(k): str(v) for k, v in extra.items()})
         return headers
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -183,7 +196,7 @@ class APIBackend(Backend):
                     retry_after = _retry_after(response.headers.get("Retry-After"))
                 elif status in FATAL_STATUSES:
                     hint = f" (key from ${self.key_env or DEFAULT_KEY_ENV})" if status in (401, 403) else ""
-                    raise _Fatal(f"{FATAL_STATUSES[status]}{hint}: HTTP {status} from {self.url}: {response.text[:300]}")
+                    raise _Fatal(f"{FATAL_STATUSES[status]}{hint}: HTTP {status} from {self.shown_url}: {response.text[:300]}")
                 else:
                     self.stats["failed"] += 1
                     try:
@@ -194,7 +207,7 @@ class APIBackend(Backend):
             if state.get("fatal") is not None:
                 return None
             if attempt > int(self.options["max_retries"]):
-                raise _Fatal(f"no answer from {self.url} after {attempt} attempts; last: {detail}")
+                raise _Fatal(f"no answer from {self.shown_url} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
             await asyncio.sleep(self._delay(attempt, retry_after))
 

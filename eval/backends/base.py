@@ -278,9 +278,17 @@ class Backend(ABC):
     KEY_OPTIONS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: str, target: str, options: Mapping | None = None) -> None:
-        self.spec = spec
+        from histbench.builders.core.secrets import register_secrets_in
+
+        from .spec import canonical_spec, display_spec
+
+        #: the spec as given, credentials in its URL redacted: what every file records
+        self.spec = display_spec(spec)
+        #: what identifies the model's answers (request keys, the run folder's owner check)
+        self.canonical_spec = canonical_spec(spec)
         self.target = target
         self.options = self._check_options(options or {})
+        register_secrets_in({"spec": spec, **self.options})
         self.supports: frozenset[str] = frozenset()
 
     @classmethod
@@ -300,19 +308,26 @@ class Backend(ABC):
         return None
 
     def identity(self) -> dict:
-        """What results record about the model: backend kind, spec, model, revision, options."""
-        return {
+        """What results record about the model: backend kind, spec, canonical spec, model,
+        revision, options. Credentials are redacted (by name and by value, see
+        histbench.builders.core.secrets), so the identity can be written anywhere."""
+        from histbench.builders.core.secrets import redact
+
+        return redact({
             "backend": self.kind,
             "spec": self.spec,
+            "canonical_spec": self.canonical_spec,
             "model": self.target,
             "revision": self.revision,
             "options": {k: v for k, v in sorted(self.options.items()) if _jsonable(v)},
-        }
+        })
 
     def key_identity(self) -> dict:
-        """The part of the identity that goes into every request key."""
+        """The part of the identity that goes into every request key: the canonical spec
+        (not how the key is found or how the host is spelt), the revision, and the
+        options that change answers."""
         return {
-            "spec": self.spec,
+            "spec": self.canonical_spec,
             "revision": self.revision,
             "options": {k: self.options.get(k) for k in self.KEY_OPTIONS},
         }
@@ -369,6 +384,21 @@ class Backend(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}>"
+
+
+def register_hub_token() -> None:
+    """The Hugging Face token (HF_TOKEN, or the one `hf auth login` saved) is read by
+    transformers and vLLM when they download: register it, so that it is never written."""
+    from histbench.builders.core.secrets import register_secret
+
+    try:
+        from huggingface_hub import get_token
+    except ImportError:
+        return
+    try:
+        register_secret(get_token())
+    except Exception:  # noqa: BLE001 - an unreadable token file is the Hub client's business
+        return
 
 
 def _jsonable(value: Any) -> bool:

@@ -31,8 +31,12 @@ from .base import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
+    RequestFailed,
+    register_hub_token,
 )
 
+#: masked LMs whose position ids start after the padding index (RoBERTa's offset)
+_PADDING_OFFSET_MODELS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"})
 CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", True: "always", False: "never"}
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: loglikelihood requests scored (and saved) per step; contexts are never split across steps.
@@ -59,6 +63,18 @@ def _resolve_dtype(option: str, device: str):
     return getattr(torch, option)
 
 
+def _load_errors() -> tuple[type[BaseException], ...]:
+    """What from_pretrained raises for weights it cannot read: missing or unreadable files
+    (OSError), bad configs (ValueError), shapes that do not fit (RuntimeError), corrupt
+    safetensors files."""
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, RuntimeError)
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        return errors
+    return (*errors, SafetensorError)
+
+
 class HFBackend(Backend):
     kind = "hf"
     OPTIONS = {
@@ -82,6 +98,7 @@ class HFBackend(Backend):
         for (spec `hf:ID@REV`); revision: what identity() reports (default: the Hub commit,
         or a fingerprint of a local folder)."""
         super().__init__(spec, target, options)
+        register_hub_token()
         self._hub_revision_arg = hub_revision
         self._revision = revision
         if self.options["chat_template"] not in CHAT_TEMPLATE_MODES:
@@ -215,7 +232,7 @@ class HFBackend(Backend):
             dtype = _resolve_dtype(self.options["dtype"], self.device)
             try:
                 model = cls.from_pretrained(self.location, dtype=dtype, **self._pretrained_kwargs())
-            except (OSError, ValueError) as exc:
+            except _load_errors() as exc:
                 raise EvalError(f"cannot load the model: {exc}", file=self.target) from exc
             self._model = model.to(self.device).eval()
         return self._model
@@ -369,25 +386,50 @@ class HFBackend(Backend):
             text = text.replace(spelling, placeholder)
         return text.replace(placeholder, mask)
 
+    def fill_mask_window(self) -> int | None:
+        """The most tokens a fill-mask input may have: the tokenizer's model_max_length when
+        it sets a real one, and the model's position embeddings (less RoBERTa's padding
+        offset: its positions start after the padding index)."""
+        limits = []
+        tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:
+            limits.append(tokenizer_limit)
+        positions = getattr(self.config(), "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            if self.config().model_type in _PADDING_OFFSET_MODELS:
+                positions -= int(getattr(self.config(), "pad_token_id", 1) or 0) + 1
+            limits.append(positions)
+        return min(limits) if limits else None
+
     def _fill_mask_batch(self, requests: Sequence[FillMaskRequest], indices: Sequence[int]) -> Iterator:
+        """Top-k at the mask, in batches. A sentence that cannot be scored on its own terms
+        (longer than the model's window, or not exactly one mask once tokenised) is a
+        failed request naming why; the others are scored."""
         import torch
 
         tokenizer, model = self.tokenizer, self.model
         texts = [self.normalise_mask(r.text) for r in requests]
-        order = sorted(range(len(requests)), key=lambda n: -len(texts[n]))
+        window = self.fill_mask_window()
+        usable = []
+        for n, text in enumerate(texts):
+            ids = tokenizer(text)["input_ids"]
+            masks = sum(1 for token in ids if token == tokenizer.mask_token_id)
+            if window is not None and len(ids) > window:
+                yield [indices[n]], [RequestFailed(
+                    f"the sentence is {len(ids)} tokens long, longer than the model's window of {window} tokens; "
+                    "shorten it or use a model with a longer window", raw={"tokens": len(ids), "window": window})]
+            elif masks != 1:
+                yield [indices[n]], [RequestFailed(
+                    f"a fill_mask request needs exactly one mask, found {masks} in the tokenised sentence",
+                    raw={"masks": masks})]
+            else:
+                usable.append(n)
+        order = sorted(usable, key=lambda n: -len(texts[n]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
-            batch = tokenizer([texts[n] for n in chunk], return_tensors="pt", padding=True, truncation=True)
+            batch = tokenizer([texts[n] for n in chunk], return_tensors="pt", padding=True)
             ids = batch["input_ids"]
-            positions = []
-            for row, n in enumerate(chunk):
-                found = (ids[row] == tokenizer.mask_token_id).nonzero().flatten().tolist()
-                if len(found) != 1:
-                    raise EvalError(
-                        f"a fill_mask request needs exactly one mask, found {len(found)} in {requests[n].text!r}",
-                        row=indices[n], field="text",
-                    )
-                positions.append(found[0])
+            positions = [int((ids[row] == tokenizer.mask_token_id).nonzero().flatten()[0]) for row in range(len(chunk))]
             batch = {k: v.to(self.device) for k, v in batch.items()}
             with torch.inference_mode():
                 logits = model(**batch).logits

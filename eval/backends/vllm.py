@@ -34,6 +34,7 @@ from .base import (
     GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,
+    register_hub_token,
 )
 from .hf import CHAT_TEMPLATE_MODES
 
@@ -58,6 +59,7 @@ class VLLMBackend(Backend):
 
     def __init__(self, spec: str, target: str, options: Mapping | None = None, hub_revision: str | None = None) -> None:
         super().__init__(spec, target, options)
+        register_hub_token()
         self.hub_revision = hub_revision
         if self.options["chat_template"] not in CHAT_TEMPLATE_MODES:
             raise EvalError(f"chat_template must be auto, always or never, got {self.options['chat_template']!r}", field="--model-option")

@@ -130,7 +130,7 @@ class ValenceEvaluator(BenchmarkEvaluator):
         result = evaluate(args.dataset, models, args.out, top_k=args.top_k, options=options, revision=args.revision,
                           limit=args.limit)
         from .runfolder import RunFolder
-        from .vocabulary import annotated_keys, predicted_vocabulary
+        from .vocabulary import annotated_keys, free_sheet_name, predicted_vocabulary
 
         run = RunFolder.open(args.out)
         for label, info in result["models"].items():
@@ -149,7 +149,8 @@ class ValenceEvaluator(BenchmarkEvaluator):
             print(f"annotations from the build copied into the run: {result['copied_annotations']['rows']} rows")
         print(f"vocabulary to annotate: {total} sentence x word pairs, {missing} without a manual annotation")
         if missing:
-            print(f"next: histbench valence export-vocabulary {run.path} --out to_annotate.csv"
+            sheet = free_sheet_name(Path.cwd())
+            print(f"next: histbench valence export-vocabulary {run.path} --out {sheet.name}"
                   f"{' --only-missing' if missing < total else ''}")
         else:
             print(f"next: histbench report valence {run.path}")
@@ -166,6 +167,9 @@ class ValenceEvaluator(BenchmarkEvaluator):
         parser.add_argument("run", type=Path, help="the run folder of `histbench eval valence`")
         parser.add_argument("--out", type=Path, default=None, help="report folder (default RUN/report)")
         _add_score_arguments(parser)
+
+    def report_out(self, args: argparse.Namespace) -> Path:
+        return Path(args.out) if args.out else Path(args.run).expanduser() / "report"
 
     def run_report(self, args: argparse.Namespace) -> None:
         from histbench.eval.report import write_report
@@ -193,8 +197,12 @@ class ValenceEvaluator(BenchmarkEvaluator):
 
         export = commands.add_parser("export-vocabulary", help="predicted words per sentence, for annotation (CSV)")
         export.add_argument("run", type=Path)
-        export.add_argument("--out", type=Path, required=True, help="the sheet to write (.csv, .tsv or .jsonl)")
+        export.add_argument("--out", type=Path, required=True,
+                            help="the sheet to write (.csv, .tsv or .jsonl); a file holding annotations is never overwritten")
         export.add_argument("--only-missing", action="store_true", help="only words without a manual annotation yet")
+        export.add_argument("--prefill", nargs="?", const=True, default=None, metavar="ANNOTATOR",
+                            help="fill the rows with the values ANNOTATOR gave so far (default: the run's only manual "
+                            "annotator), to review and revise them; importing the sheet again replaces them")
         export.set_defaults(func=self._export)
 
         imp = commands.add_parser("import-annotations", help="check and store annotated sheets (sigma per sentence x word)")
@@ -225,25 +233,34 @@ class ValenceEvaluator(BenchmarkEvaluator):
         from .runfolder import RunFolder
         from .vocabulary import export_vocabulary
 
-        stats = export_vocabulary(RunFolder.open(args.run), args.out, only_missing=args.only_missing)
+        stats = export_vocabulary(RunFolder.open(args.run), args.out, only_missing=args.only_missing, prefill=args.prefill)
         left_out = ", ".join(f"{n} {k}" for k, n in sorted(stats["not_whole_words_left_out"].items())) or "none"
         print(f"{stats['path']}: {stats['rows']} sentence x word rows for {stats['sentences']} sentences "
               f"(predictions that are not whole words, never scored, left out: {left_out})")
+        if args.only_missing:
+            print(f"left out as already annotated: {stats['already_annotated_left_out']} sentence x word pairs")
+        if args.prefill:
+            print(f"pre-filled with the values of {stats['prefilled_by']}: {stats['prefilled']} rows "
+                  f"({stats['rows'] - stats['prefilled']} still blank)")
 
     def _import(self, args) -> None:
         from .runfolder import RunFolder
-        from .vocabulary import import_annotations
+        from .vocabulary import free_sheet_name, import_annotations
 
         run = RunFolder.open(args.run)
         result = import_annotations(run, args.files, annotator=args.annotator, partial=args.partial, allow_extra=args.allow_extra)
         for f in result["files"]:
             extra = f" (columns not used: {', '.join(f['ignored_columns'])})" if f["ignored_columns"] else ""
-            print(f"{f['file']}: {f['annotations']} annotations ({f['skipped']} skipped) by {', '.join(f['annotators'])}; "
-                  f"exact duplicates dropped: {f['exact_duplicates_dropped']}{extra}")
+            blank = f" {f['blank']} rows not annotated yet (left for later)," if f.get("blank") else ""
+            print(f"{f['file']}: {f['annotations']} annotations ({f['skipped']} skipped) by "
+                  f"{', '.join(f['annotators']) or 'nobody'};{blank} exact duplicates dropped: "
+                  f"{f['exact_duplicates_dropped']}{extra}")
         print(f"stored {run.annotations_path}: {result['total']} rows ({result['added']} imported, {result['replaced']} replaced)")
         if result["missing"]:
             print(f"still unannotated (--partial): {len(result['missing'])} sentence x word pairs, e.g. "
                   + ", ".join(f"{s}/{t}" for s, t in result["missing"][:5]))
+            print(f"next: histbench valence export-vocabulary {run.path} --only-missing --out "
+                  f"{free_sheet_name(Path.cwd()).name}")
         agreement = result["agreement"]
         if agreement["pairs_with_several_annotators"]:
             print(f"annotators: {', '.join(agreement['annotators'])}; {agreement['pairs_with_several_annotators']} pairs "

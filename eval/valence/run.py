@@ -16,6 +16,7 @@ build made with --case-sensitive-tokens keeps them apart.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from histbench.builders.core.progress import log
 from histbench.builders.valence.scale import scale_from_manifest
 
 from .metrics import Piece, classify_piece, uses_word_start_markers
-from .runfolder import RunFolder, slugify
+from .runfolder import RUN_MANIFEST, RunFolder, slugify
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,7 @@ def evaluate(
 ) -> dict:
     """Run every model on every sentence (the first `limit` with a limit); write
     RUN/predictions.parquet. Returns counts. revision: of a Hub dataset id."""
-    from histbench.eval.backends import FillMaskRequest, load_backend
-    from histbench.eval.runstore import RunStore
+    from histbench.eval.backends import load_backend
 
     if top_k < 1:
         raise UsageError("--top-k must be at least 1", field="--top-k")
@@ -137,17 +137,8 @@ def evaluate(
     if not sentences:
         raise EvalError("the build holds no sentences", file=built.path)
     groups = build_options.get("groups") or built.manifest.get("summary", {}).get("sentences", {}).get("groups")
-    run = RunFolder.create_or_open(
-        out,
-        dataset_identity=built.identity(),
-        settings={"top_k": top_k, "fold_case": fold_case, "scale": scale.to_list(), "limit": limit},
-    )
-    run.manifest["groups"] = groups
-    run.write_sentences(sentences)
-
-    existing = [p for p in run.predictions() if p["model"] not in {m.label for m in models}]
-    new_rows: list[dict] = []
-    per_model = {}
+    # every model is checked before the run folder exists: a wrong spec leaves nothing behind
+    backends = {}
     for model in models:
         backend = load_backend(model.spec, options or {})
         if "fill_mask" not in backend.supports:
@@ -155,6 +146,34 @@ def evaluate(
                 f"model {model.spec!r} cannot fill masks (it supports: {', '.join(sorted(backend.supports)) or 'nothing'}); "
                 "temporal valence needs a masked LM such as hf:bert-base-uncased", field="--model",
             )
+        backends[model.label] = backend
+    new_folder = not (Path(out).expanduser() / RUN_MANIFEST).is_file()
+    run = RunFolder.create_or_open(
+        out,
+        dataset_identity=built.identity(),
+        settings={"top_k": top_k, "fold_case": fold_case, "scale": scale.to_list(), "limit": limit},
+    )
+    try:
+        return _predict(run, built, sentences, models, backends, groups, top_k, copy_dataset_annotations)
+    except BaseException:
+        if new_folder and not any((run.path / "models").glob("*/records.jsonl")):
+            # no model answered anything: the new folder would only hold settings that lock later runs
+            shutil.rmtree(run.path, ignore_errors=True)
+        raise
+
+
+def _predict(run: RunFolder, built: BuiltDataset, sentences: list[dict], models: list[ModelSpec], backends: dict,
+             groups, top_k: int, copy_dataset_annotations: bool) -> dict:
+    from histbench.eval.backends import FillMaskRequest
+    from histbench.eval.runstore import RunStore
+
+    run.manifest["groups"] = groups
+    run.write_sentences(sentences)
+    existing = [p for p in run.predictions() if p["model"] not in {m.label for m in models}]
+    new_rows: list[dict] = []
+    per_model = {}
+    for model in models:
+        backend = backends[model.label]
         store = RunStore.open(run.store_dir(model.label), backend=backend, dataset=built,
                               options={"benchmark": "valence", "top_k": top_k, "label": model.label})
         requests = [FillMaskRequest(text=s["text"], top_k=top_k) for s in sentences]
@@ -166,11 +185,11 @@ def evaluate(
         rows, kinds = prediction_rows(model.label, sentences, results, marker_vocabulary=markers, special_tokens=specials)
         new_rows += rows
         per_model[model.label] = {
-            "spec": model.spec, "sentences": len(sentences), "failed": len(failed), "failures": failed[:20],
+            "spec": backend.spec, "sentences": len(sentences), "failed": len(failed), "failures": failed[:20],
             "kinds": kinds, "reused": store.last_stats.get("reused", 0), "asked": store.last_stats.get("asked", 0),
         }
         run.upsert_model({
-            "label": model.label, "spec": model.spec, "store": run.store_dir(model.label).relative_to(run.path).as_posix(),
+            "label": model.label, "spec": backend.spec, "store": run.store_dir(model.label).relative_to(run.path).as_posix(),
             "identity": backend.identity(), "failed": len(failed), "kinds": kinds,
         })
         backend.close()

@@ -1,6 +1,6 @@
 """Two toy masked LMs for `make demo`: one trained on an early, one on a modern toy corpus.
 
-No BERT-style masked LM ships as an offline package (the Hub may be out of reach), and an
+No BERT-style masked LM ships as an offline Python package, and an
 untrained model's predictions are random: its beta and delta say nothing. The demo
 therefore trains two tiny BERTs (2 layers, 64 dimensions, a WordPiece vocabulary
 trained on the same lines) for a few seconds each, with a fixed seed, on the two toy

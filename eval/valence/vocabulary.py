@@ -8,11 +8,20 @@ paper marked the vocabulary independently of the models that proposed it, and a 
 sheet keeps it so. Word pieces and special tokens are never exported (never scored);
 their count is printed.
 
+A sheet is human work: `export-vocabulary` never overwrites a file that holds anything an
+annotator wrote (a sigma, skip, annotator or comment cell), nor a file that is not a
+blank sheet; it refuses, naming the file and how many rows are filled. `--prefill NAME`
+writes a sheet with the values NAME gave so far (sigma, skip, comment), for review:
+importing it again replaces NAME's values. A cell cleared in review does not delete the
+stored value (give another value or skip).
+
 `import-annotations` checks a filled file (see histbench.builders.valence.annotations for
 the columns) against the run: every row names a known sentence and a word some model
 predicted there (`--allow-extra` keeps others), values lie on the scale, and, after
 the import, every predicted word of every sentence is annotated or explicitly skipped
-(`--partial` stores an incomplete set and lists what is missing). Importing a file again
+(`--partial` stores an incomplete set and lists what is missing: a row of the sheet with
+neither sigma nor skip is "not yet annotated" and left for later, and `export-vocabulary
+--only-missing` then lists exactly those pairs). Importing a file again
 replaces that annotator's earlier values for the same sentence x token. Disagreements
 between annotators are not errors: they are listed on screen and in RUN/conflicts.csv,
 with agreement figures; the report resolves them (mean by default, see metrics.py).
@@ -21,12 +30,13 @@ with agreement figures; the report resolves them (mean by default, see metrics.p
 from __future__ import annotations
 
 import csv
-import hashlib
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+from histbench.builders.core.atomic import atomic_path
 from histbench.builders.core.errors import SourceError, UsageError
+from histbench.builders.core.hashing import sha256_path
 from histbench.builders.valence.annotations import Annotation, ProblemList, read_annotations
 from histbench.builders.valence.tables import read_table as read_user_table
 
@@ -67,16 +77,92 @@ def annotated_keys(run: RunFolder, method: str | None = "manual") -> set[tuple[s
     }
 
 
-def export_vocabulary(run: RunFolder, out: Path, *, only_missing: bool = False) -> dict:
-    """Write the annotation sheet; returns counts."""
+FILLED_COLUMNS = ("sigma", "valence", "skip", "annotator", "comment", "note", "notes")
+
+
+def filled_rows(path: Path) -> int | None:
+    """How many rows of an existing sheet hold something a person wrote (a sigma, skip,
+    annotator or comment cell); None when the file is not a sheet at all (unreadable, or
+    without the sheet's sentence_id and token columns)."""
+    from histbench.builders.core.errors import HistbenchError
+
+    try:
+        columns, rows = read_user_table(path)
+    except (HistbenchError, OSError):
+        return None
+    if not ({"sentence_id", "id"} & set(columns) and {"token", "word"} & set(columns)):
+        return None
+    return sum(1 for r in rows if r.get(*FILLED_COLUMNS) is not None)
+
+
+def check_sheet_writable(out: Path) -> None:
+    """Refuse to replace a file that holds annotations, or that is not a blank sheet."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_file():
+        raise UsageError("--out names a folder, not a sheet file", file=out, field="--out")
+    filled = filled_rows(out)
+    if filled is None:
+        raise UsageError(
+            "the file exists and is not a blank annotation sheet; it is never overwritten: choose another --out",
+            file=out, field="--out",
+        )
+    if filled:
+        raise UsageError(
+            f"the sheet exists and {filled} of its rows hold annotations; a sheet is never overwritten: import it "
+            "(`histbench valence import-annotations RUN SHEET --partial`), then export the rest with --only-missing "
+            "to a new --out file", file=out, field="--out",
+        )
+
+
+def free_sheet_name(folder: Path, stem: str = "to_annotate", suffix: str = ".csv") -> Path:
+    """The first of to_annotate.csv, to_annotate-2.csv, ... that does not exist in `folder`."""
+    folder = Path(folder)
+    candidate, number = folder / f"{stem}{suffix}", 1
+    while candidate.exists():
+        number += 1
+        candidate = folder / f"{stem}-{number}{suffix}"
+    return candidate
+
+
+def _stored_values(run: RunFolder, annotator: str | None) -> tuple[str, dict[tuple[str, str], dict]]:
+    """The annotator whose manual values pre-fill a sheet, and (sentence, token key) -> row."""
+    manual = [a for a in run.annotations() if a["method"] == "manual"]
+    names = sorted({a["annotator"] for a in manual})
+    if not names:
+        raise UsageError("this run holds no manual annotations to pre-fill a sheet with", file=run.path, field="--prefill")
+    if annotator is None:
+        if len(names) > 1:
+            raise UsageError(f"several annotators in this run ({', '.join(names)}): name one with --prefill NAME",
+                             file=run.path, field="--prefill")
+        annotator = names[0]
+    elif annotator not in names:
+        raise UsageError(f"no manual annotations by {annotator!r} in this run (annotators: {', '.join(names)})",
+                         file=run.path, field="--prefill")
+    fold = run.fold_case
+    return annotator, {(a["sentence_id"], key_of(a["token"], fold)): a for a in manual if a["annotator"] == annotator}
+
+
+def export_vocabulary(run: RunFolder, out: Path, *, only_missing: bool = False, prefill: str | bool | None = None) -> dict:
+    """Write the annotation sheet (never over a sheet holding annotations); returns counts.
+
+    prefill: True (the run's only manual annotator) or an annotator's name: the rows carry
+    that annotator's stored values, for review and revision.
+    """
     out = Path(out)
     suffix = out.suffix.lower().lstrip(".")
     if suffix not in ("csv", "tsv", "jsonl"):
-        raise UsageError(f"--out must end in .csv, .tsv or .jsonl, got {out.name!r}")
+        raise UsageError(f"--out must end in .csv, .tsv or .jsonl, got {out.name!r}", field="--out")
+    if only_missing and prefill:
+        raise UsageError("--only-missing lists pairs nobody annotated, --prefill shows annotated ones: give one of them",
+                         field="--prefill")
     if not run.predictions_path.is_file():
         raise UsageError("this run holds no predictions yet: run `histbench eval valence` first", file=run.path)
+    check_sheet_writable(out)
     vocabulary, excluded = predicted_vocabulary(run)
     done = annotated_keys(run) if only_missing else set()
+    annotator, stored = _stored_values(run, None if prefill is True else prefill) if prefill else (None, {})
     rows = []
     for sentence in run.sentences():
         entries = vocabulary.get(sentence["sentence_id"], {})
@@ -84,40 +170,43 @@ def export_vocabulary(run: RunFolder, out: Path, *, only_missing: bool = False) 
             if (sentence["sentence_id"], key) in done:
                 continue
             token = entries[key]["token"]
+            value = stored.get((sentence["sentence_id"], key))
             rows.append({
                 "sentence_id": sentence["sentence_id"],
                 "sentence": sentence["text"],
                 "filled": f"{sentence['left']}{token}{sentence['right']}",
                 "token": token,
-                "sigma": "",
-                "skip": "",
-                "annotator": "",
-                "comment": "",
+                "sigma": "" if not value or value["skipped"] else f"{value['sigma']:g}",
+                "skip": "yes" if value and value["skipped"] else "",
+                "annotator": annotator if value else "",
+                "comment": (value.get("comment") or "") if value else "",
             })
-    out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == "jsonl":
         import json
 
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     else:
-        with out.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS, delimiter="\t" if suffix == "tsv" else ",")
-            writer.writeheader()
-            writer.writerows(rows)
+        import io
+
+        buffer = io.StringIO(newline="")
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, delimiter="\t" if suffix == "tsv" else ",")
+        writer.writeheader()
+        writer.writerows(rows)
+        text = buffer.getvalue()
+    with atomic_path(out) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
     return {
         "rows": len(rows),
         "sentences": len({r["sentence_id"] for r in rows}),
         "already_annotated_left_out": len(done) if only_missing else 0,
+        "prefilled": sum(1 for r in rows if r["annotator"]) if prefill else 0,
+        "prefilled_by": annotator,
         "not_whole_words_left_out": dict(excluded),
         "path": str(out),
     }
 
 
 # ----------------------------------------------------------------------------- import
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _token_rows(path: Path) -> dict[tuple[str, str, str], int]:
@@ -153,6 +242,7 @@ def import_annotations(
             raise SourceError("annotation file does not exist", file=path)
         annotations, stats = read_annotations(
             path, scale=scale, sentences=sentences, default_annotator=annotator, fold_case=fold, default_method=method,
+            allow_blank=partial,
         )
         if not allow_extra:
             numbers = _token_rows(path)
@@ -166,7 +256,7 @@ def import_annotations(
                     )
             problems.raise_if_any(stats["rows"])
         incoming += [(path, a) for a in annotations]
-        file_stats.append({"file": str(path), "sha256": _sha256(path), **stats})
+        file_stats.append({"file": str(path), "sha256": sha256_path(path), **stats})
 
     # merge: an incoming (annotator, sentence, token) replaces the stored one
     def triple(row) -> tuple[str, str, str]:

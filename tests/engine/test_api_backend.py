@@ -1,4 +1,4 @@
-"""The api backend against a real loopback chat-completions server (issue 3; paper 002
+"""The api backend against a real loopback chat-completions server (issue 3; the MHER paper
 section 5.4: retries only for transport/quota failures, raw provider responses kept)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prefix-shared log-likelihood (issue 3; Chronologic paper 000 section 5.1: per-token
+"""Prefix-shared log-likelihood (issue 3; the Chronologic-EN paper, section 5.1: per-token
 log-likelihoods of answers compared after one context) against the plain full-sequence
 computation, on a tiny llama-style model built from a config."""
 

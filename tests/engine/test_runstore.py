@@ -63,7 +63,7 @@ def test_records_hold_request_raw_response_parse_timestamps_and_ids(chat_server,
 def test_run_json_records_the_dataset_identity(chat_server, tmp_path):
     identity = {"benchmark": "toy", "version": "1.0.0", "data_sha256": "ab" * 32, "path": "/x/toy-1.0.0"}
     backend = load_backend(chat_server().spec(), FAST)
-    RunStore.open(tmp_path / "run", backend=backend, dataset=identity)
+    RunStore.open(tmp_path / "run", backend=backend, dataset=identity).run(_requests(1))
     run = json.loads((tmp_path / "run" / RUN_NAME).read_text())
     assert run["dataset"] == identity
 
@@ -77,7 +77,7 @@ def test_built_dataset_identity_and_revision(chat_server, tmp_path):
                     "path": "/cache/datasets--org--toy/snapshots/0123456789abcdef0123456789abcdef01234567"}
 
     backend = load_backend(chat_server().spec(), FAST)
-    RunStore.open(tmp_path / "run", backend=backend, dataset=FakeBuilt())
+    RunStore.open(tmp_path / "run", backend=backend, dataset=FakeBuilt()).run(_requests(1))
     dataset = json.loads((tmp_path / "run" / RUN_NAME).read_text())["dataset"]
     assert dataset["revision"] == "0123456789abcdef0123456789abcdef01234567"
     assert dataset["data_sha256"] == "cd" * 32 and dataset["built_with"] == "0.1.0"
@@ -176,17 +176,9 @@ def test_a_broken_line_in_the_middle_is_an_error_naming_it(chat_server, tmp_path
 
 def test_a_folder_belongs_to_one_model(chat_server, tmp_path):
     server = chat_server()
-    RunStore.open(tmp_path / "run", backend=load_backend(server.spec(model="a"), FAST))
+    RunStore.open(tmp_path / "run", backend=load_backend(server.spec(model="a"), FAST)).run(_requests(1))
     with pytest.raises(EvalError, match="holds answers of model 'api:a@.*use another run folder"):
         RunStore.open(tmp_path / "run", backend=load_backend(server.spec(model="b"), FAST))
-
-
-def test_one_process_at_a_time(chat_server, tmp_path):
-    backend = load_backend(chat_server().spec(), FAST)
-    store = RunStore.open(tmp_path / "run", backend=backend)
-    with store._locked():
-        with pytest.raises(EvalError, match="another histbench process"):
-            RunStore.open(tmp_path / "run", backend=backend)
 
 
 def test_resume_after_the_server_dies_mid_run_answers_each_request_exactly_once(chat_server, tmp_path):

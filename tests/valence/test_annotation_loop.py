@@ -59,7 +59,6 @@ def _import_error(run, path, **kwargs) -> SourceError:
     ("bad_row", "message"),
     [
         (("s1", "thou", "-0.7"), "field 'sigma': sigma '-0.7' is not on the scale {-1, -0.5, 0, 0.5, 1}"),
-        (("s1", "thou", ""), "field 'sigma': token 'thou' in sentence 's1' is not annotated"),
         (("s1", "thou", "abc"), "field 'sigma': expected a number, got 'abc'"),
         (("s9", "thou", "-1"), "field 'sentence_id': unknown sentence 's9'"),
         (("s1", "thine", "-1"), "field 'token': 'thine' was not predicted for sentence 's1'"),

@@ -1,4 +1,4 @@
-"""beta and delta (paper 004, section 3, Eq. 3-4) pinned on hand-computed examples."""
+"""beta and delta (the temporal valence paper, section 3, Eq. 3-4) pinned on hand-computed examples."""
 
 from __future__ import annotations
 

@@ -140,6 +140,5 @@ def weights_digest(path: Path) -> str:
     for file in files:
         digest.update(file.name.encode())
         with file.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
+            hashlib.file_digest(handle, lambda: digest)   # streams the file into the running digest
     return digest.hexdigest()

@@ -30,6 +30,7 @@ import numpy as np
 
 from histbench.builders.core.atomic import atomic_path
 from histbench.builders.core.errors import EvalError
+from histbench.builders.core.hashing import sha256_path
 from histbench.builders.core.progress import log
 
 from ..generation import load_questions, read_generation, write_json_atomic
@@ -40,21 +41,13 @@ from .encoders import AUTHENTICITY, DATE, load_judge
 STYLE_NAME = "style.json"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def score_reference(reference_path, judges: dict, cache_dir: Path | None, batch_size: int = 32):
     """The reference corpus with each judge's value per passage (cached as parquet)."""
     import pandas as pd
 
     corpus = read_reference_corpus(reference_path)
     frame = corpus.frame
-    key_parts = {"reference": _sha256(Path(reference_path)),
+    key_parts = {"reference": sha256_path(Path(reference_path)),
                  **{kind: judge.identity()["weights_sha256"] for kind, judge in judges.items()}}
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:16]
     cache = Path(cache_dir) / f"reference-{key}.parquet" if cache_dir else None

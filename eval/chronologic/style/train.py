@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.builders.core.errors import HistbenchError, UsageError
+from histbench.builders.core.hashing import sha256_path
 from histbench.builders.core.progress import log, progress
 
 from . import dating
@@ -54,16 +55,6 @@ from .encoders import (
     normalise_text,
     pick_device,
 )
-
-
-def _file_sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _batches(n: int, size: int, rng: np.random.Generator | None):
@@ -218,7 +209,7 @@ def train_judge(kind: str, corpus_path: str | Path, out: str | Path, *, base: st
         model = AutoModelForSequenceClassification.from_pretrained(best_dir).to(device)
         results = {name: evaluate(index) for name, index in parts.items() if name != "train"}
         report = {
-            "kind": kind, "base_model": base, "corpus": {"file": str(corpus_path), "sha256": _file_sha256(Path(corpus_path)),
+            "kind": kind, "base_model": base, "corpus": {"file": str(corpus_path), "sha256": sha256_path(Path(corpus_path)),
                                                          "rows_read": int(len(corpus.frame)) + sum(corpus.excluded.values()),
                                                          "excluded": excluded},
             "split_sizes": {name: int(len(index)) for name, index in parts.items()},

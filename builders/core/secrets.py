@@ -1,0 +1,184 @@
+"""Keeping credentials out of every file histbench writes.
+
+Two rules, applied to whatever describes a model (spec strings, backend identities, run
+folders, results, reports):
+
+- by name: a header, query parameter or option whose name says it holds a credential
+  (`Authorization`, `api-key`, `x-api-key`, `api_key`, `access_token`, `client_secret`,
+  `password`, `Cookie`, ...: see `is_secret_name`) keeps its name, and its text value
+  becomes `<redacted>`; so does the password of a URL (`https://user:PASSWORD@host`);
+- by value: a backend registers every credential it reads (the API key from the
+  environment variable the spec names, header values with secret names, the Hugging Face
+  token) with `register_secret`; `scrub_text` replaces any occurrence of one of them in a
+  text about to be written. `write_text_atomic` (atomic.py), the run store's
+  records.jsonl and the report writer pass everything they write through it.
+
+Values shorter than MIN_SECRET_LENGTH characters are not registered: no credential is
+that short, and replacing a short string everywhere would corrupt ordinary text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+REDACTED = "<redacted>"
+MIN_SECRET_LENGTH = 8
+
+#: a name is secret when its last word is one of these ...
+_SECRET_LAST_WORDS = frozenset({
+    "authorization", "auth", "token", "secret", "password", "passwd", "pwd", "apikey", "key", "cookie",
+    "credential", "credentials", "sig", "jwt", "bearer",
+})
+#: ... or when it is one of these (any spelling: case, dashes, underscores)
+_SECRET_NAMES = frozenset({"apikey", "xapikey", "setcookie", "proxyauthorization"})
+
+_lock = threading.Lock()
+_values: set[str] = set()
+
+
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a header, query parameter or option of this name holds a credential.
+
+    True for Authorization, Proxy-Authorization, api-key, X-Api-Key, api_key, apiKey, key,
+    access_token, X-Auth-Token, client_secret, password, Cookie, sig, ...; False for
+    max_tokens_field, token_budget, api_key_env (the variable's name, not its value).
+    """
+    words = _words(name)
+    if not words:
+        return False
+    return "".join(words) in _SECRET_NAMES or words[-1] in _SECRET_LAST_WORDS
+
+
+def register_secret(value: Any) -> None:
+    """Remember a credential this process read, so that no written text will hold it."""
+    if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LENGTH:
+        with _lock:
+            _values.add(value.strip())
+            if value.lower().startswith("bearer "):
+                _values.add(value[7:].strip())
+
+
+def registered_secrets() -> frozenset[str]:
+    with _lock:
+        return frozenset(_values)
+
+
+def scrub_text(text: str) -> str:
+    """`text` with every registered credential (as written, or JSON-escaped) replaced by <redacted>."""
+    secrets = registered_secrets()
+    if not secrets or not isinstance(text, str):
+        return text
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}:
+            if form and form in text:
+                text = text.replace(form, REDACTED)
+    return text
+
+
+def redact_url(url: str) -> str:
+    """A URL with its password and the values of secret query parameters replaced by <redacted>."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, sep, _password = userinfo.partition(":")
+        netloc = f"{user}{':' + REDACTED if sep else ''}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_name(k) for k, _ in pairs):
+            query = urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="<>", quote_via=quote)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact(value: Any) -> Any:
+    """A copy of a JSON-like value in which every text held under a secret name is <redacted>
+    (recursively: option mappings, their `headers`, ...) and every URL has its credentials
+    removed; registered credentials are scrubbed from every string."""
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if is_secret_name(str(key)) and isinstance(item, str) and item:
+                out[key] = REDACTED
+            elif is_secret_name(str(key)) and isinstance(item, Mapping | list | tuple):
+                out[key] = _redact_all_strings(item)
+            else:
+                out[key] = redact(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    if isinstance(value, str):
+        if "://" in value:
+            value = _redact_urls_in(value)
+        return scrub_text(value)
+    return value
+
+
+def _redact_all_strings(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _redact_all_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_all_strings(v) for v in value]
+    return REDACTED if isinstance(value, str) and value else value
+
+
+_URL_RE = re.compile(r"https?://[^\s#\"'<>]+")
+
+
+def _redact_urls_in(text: str) -> str:
+    return _URL_RE.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def register_secrets_in(value: Any) -> None:
+    """Register every text held under a secret name in a JSON-like value (e.g. the headers
+    and extra_body options), so that it is scrubbed wherever else it shows up."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_secret_name(str(key)):
+                for text in _strings(item):
+                    register_secret(text)
+            else:
+                register_secrets_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            register_secrets_in(item)
+    elif isinstance(value, str) and "://" in value:
+        for match in _URL_RE.finditer(value):
+            register_url_secrets(match.group(0))
+
+
+def register_url_secrets(url: str) -> None:
+    """Register the password and the secret query parameter values of a URL."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    if "@" in parts.netloc and parts.password:
+        register_secret(parts.password)
+    for key, item in parse_qsl(parts.query, keep_blank_values=True):
+        if is_secret_name(key):
+            register_secret(item)
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
