@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
+from .hashing import sha256_path
+
 
 def is_local_path(value: Any) -> bool:
     """An absolute path (POSIX or Windows) or a `~` path, as a string."""
@@ -70,8 +72,7 @@ def portable_option(value: Any) -> Any:
         return value
     path = Path(os.path.expanduser(value))
     if path.is_file():
-        with path.open("rb") as handle:
-            return {"name": path.name, "sha256": hashlib.file_digest(handle, "sha256").hexdigest()}
+        return {"name": path.name, "sha256": sha256_path(path)}
     if path.is_dir():
         return {"name": portable_name(value), "fingerprint": folder_fingerprint(path)}
     return portable_name(value)
