@@ -6,11 +6,15 @@
    prediction, ranked within survey x number-of-years groups, the `retention` share
    with the smallest K kept;
 2. the analysed pairs: retained pairs whose dated predictions for both years are valid.
-   Every table of the model uses exactly these pairs; each exclusion is counted;
-3. per-pair values (d_old, d_new, d_m, r, cosine, alignment, benefit, default period...);
+   Every table of the model that uses dated predictions uses exactly these pairs; each
+   exclusion is counted. The default period of undated predictions (4.4, Tables 15-16)
+   needs no dated prediction: it is computed on every retained combination, as 4.4
+   says ("for each retained question-country combination");
+3. per-pair values (d_old, d_new, d_m, r, cosine, alignment, benefit...);
 4. cells: shares, means and medians over subsets of the analysed pairs (by shift
    category, survey...), each with a 95% percentile interval from `resamples` bootstrap
-   resamples of the analysed pairs (seeded; the same resamples for every cell of a model).
+   resamples of the analysed pairs (seeded; the same resamples for every cell of a model;
+   the default-period cells resample the retained combinations).
 
 Cells are keyed by dotted names (see `CELL_KEYS` in the README section); `Analysis.cells`
 maps each to a `Cell` (estimate, low, high, n = pairs in the cell's subset).
@@ -139,7 +143,7 @@ class CellBatch:
         return cells
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def resample_counts(n: int, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
     """(resamples, n) int32: how often each item is drawn in each bootstrap resample.
 
@@ -250,8 +254,6 @@ def pair_values(bench: Benchmark, preds: Predictions, idx: np.ndarray) -> dict:
     d_m = m.wasserstein(p_old, p_new, pos)
     und_old = m.wasserstein(p_und, g_old, pos)
     und_new = m.wasserstein(p_und, g_new, pos)
-    distances = m.year_distances(p_und, bench.golds[idx], bench.year_mask[idx], pos)
-    default, tied = m.default_period(distances)
     d_h = bench.d_h[idx]
     return {
         "index": idx,
@@ -267,8 +269,6 @@ def pair_values(bench: Benchmark, preds: Predictions, idx: np.ndarray) -> dict:
         "b_new": und_new - d_new,
         "identical_old": m.identical(p_old, p_und),
         "identical_new": m.identical(p_new, p_und),
-        "default_period": default,
-        "default_tied": tied,
         "n_years": bench.n_years[idx],
         "categories": {name: codes[idx] for name, codes in bench.categories.items()},
         "survey": bench.survey[idx],
@@ -329,13 +329,27 @@ def _rf2_cells(batch: CellBatch, v: dict, sets) -> None:
                 batch.share(f"stable.{set_name}.{survey}.{name}", behaviour == code, subset)
 
 
-def _rf3_cells(batch: CellBatch, v: dict) -> None:
-    n_years = v["n_years"]
+def default_period_values(bench: Benchmark, preds: Predictions, combinations: np.ndarray) -> dict:
+    """Default survey year (4.4, E.1) of the undated predictions of the benchmark rows `combinations`."""
+    idx = np.asarray(combinations, dtype=int)
+    distances = m.year_distances(preds.p_undated[idx], bench.golds[idx], bench.year_mask[idx], bench.positions[idx])
+    default, tied = m.default_period(distances)
+    return {"index": idx, "default_period": default, "default_tied": tied, "n_years": bench.n_years[idx]}
+
+
+def default_period_cells(batch: CellBatch, dp: dict) -> None:
+    """Tables 15-16: share of combinations whose undated prediction is closest to the oldest /
+    an intermediate / the newest year, and the equal-choice baseline of E.2, by coverage."""
+    n_years = dp["n_years"]
     chance = m.equal_choice(n_years)
+    defined = dp["default_period"] >= 0
     for group, subset in (("all", np.ones(n_years.size, bool)), ("two", n_years == 2), ("three_plus", n_years >= 3)):
         for code, name in enumerate(m.DEFAULT_PERIODS):
-            batch.share(f"rf3.default_period.{group}.{name}", v["default_period"] == code, subset & (v["default_period"] >= 0))
-            batch.mean(f"rf3.equal_choice.{group}.{name}", chance[:, code], subset & (v["default_period"] >= 0))
+            batch.share(f"rf3.default_period.{group}.{name}", dp["default_period"] == code, subset & defined)
+            batch.mean(f"rf3.equal_choice.{group}.{name}", chance[:, code], subset & defined)
+
+
+def _rf3_cells(batch: CellBatch, v: dict) -> None:
     cat = v["categories"]["default"]
     for period in ("old", "new"):
         b = v[f"b_{period}"]
@@ -393,9 +407,17 @@ def analyse(
     idx = np.flatnonzero(analysed)
     v = pair_values(bench, preds, idx)
     cells = collect_cells(v, parts, sets).compute(resamples, seed)
+    if "rf3" in parts:
+        dp = default_period_values(bench, preds, np.flatnonzero(retained & preds.valid("undated")))
+        batch = CellBatch(dp["index"].size)
+        default_period_cells(batch, dp)
+        cells.update(batch.compute(resamples, seed))
+        counts["default_period_combinations"] = int(dp["index"].size)
+        counts["default_period_ties"] = int(dp["default_tied"].sum())
     counts["categories"] = {name: int((v["categories"]["default"] == code).sum()) for code, name in enumerate(m.CATEGORIES)}
+    counts["retained_categories"] = {name: int((retained & (bench.categories["default"] == code)).sum())
+                                     for code, name in enumerate(m.CATEGORIES)}
     counts["alignment_ties"] = int((v["alignment"] == m.TIE).sum())
-    counts["default_period_ties"] = int(v["default_tied"].sum())
     counts["invalid_outputs"] = preds.invalid
     counts["missing_outputs"] = preds.missing
     result = Analysis(preds.label, retention, counts, analysed, k_score, retained, v, cells)

@@ -15,7 +15,8 @@ Conventions shared by every function here:
   side, as the builder's shift categories do.
 - W itself is the builder's `histbench.builders.chronoculture.distance.normalised_wasserstein`.
 
-Section references are to the ChronoCulture paper (../shared/seeds/001_*.txt).
+Section references are to "ChronoCulture: Evaluating Cultural Awareness Across Time in Large
+Language Models" (Saha, Khurana, Huang and Huang).
 """
 
 from __future__ import annotations
