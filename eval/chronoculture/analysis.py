@@ -218,18 +218,29 @@ class Analysis:
 
 
 def select_pairs(bench: Benchmark, preds: Predictions, retention: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """Knowledge filter and validity: (K, retained, analysed, counts)."""
+    """Knowledge filter and validity: (K, retained, analysed, counts).
+
+    Below 100% the filter ranks K, so a combination without a valid undated answer
+    cannot be retained. At 100% nothing is filtered (F.2's 100% row, F.3's unfiltered
+    sample, the reference runs): every pair the run answered is retained, and one without
+    a valid undated answer is left out only of the cells that need that answer (RF3).
+    Pairs the run has no answer for (outside its `--sample`) are counted as `not_asked`,
+    apart from invalid answers."""
     distances = m.year_distances(preds.p_undated, bench.golds, bench.year_mask, bench.positions)
     k_score = m.knowledge_score(distances)
-    groups = bench.filter_groups()
-    retained = m.knowledge_filter(k_score, groups, retention)
+    asked = np.ones(bench.n, dtype=bool) if preds.asked is None else preds.asked
+    if retention >= 1.0:
+        retained = asked.copy()
+    else:
+        retained = m.knowledge_filter(k_score, bench.filter_groups(), retention)
     dated_ok = preds.valid("old") & preds.valid("new")
     analysed = retained & dated_ok
     scored = ~np.isnan(k_score)
     counts = {
         "pairs": bench.n,
+        "not_asked": int((~asked).sum()),
         "scored": int(scored.sum()),
-        "excluded_invalid_undated": int((~scored).sum()),
+        "excluded_invalid_undated": int((asked & ~scored).sum()),
         "retained": int(retained.sum()),
         "excluded_by_filter": int((scored & ~retained).sum()),
         "excluded_invalid_dated": int((retained & ~dated_ok).sum()),
@@ -269,6 +280,7 @@ def pair_values(bench: Benchmark, preds: Predictions, idx: np.ndarray) -> dict:
         "b_new": und_new - d_new,
         "identical_old": m.identical(p_old, p_und),
         "identical_new": m.identical(p_new, p_und),
+        "undated_ok": ~np.isnan(p_und).any(axis=1),
         "n_years": bench.n_years[idx],
         "categories": {name: codes[idx] for name, codes in bench.categories.items()},
         "survey": bench.survey[idx],
@@ -351,11 +363,12 @@ def default_period_cells(batch: CellBatch, dp: dict) -> None:
 
 def _rf3_cells(batch: CellBatch, v: dict) -> None:
     cat = v["categories"]["default"]
+    undated_ok = v["undated_ok"]   # all True below 100% retention (the filter needs the undated answer)
     for period in ("old", "new"):
         b = v[f"b_{period}"]
         outcome = m.benefit_outcome(b)
         for c_name in (*m.CATEGORIES, "all"):
-            subset = np.ones(cat.size, bool) if c_name == "all" else cat == m.CATEGORIES.index(c_name)
+            subset = undated_ok & (np.ones(cat.size, bool) if c_name == "all" else cat == m.CATEGORIES.index(c_name))
             base = f"rf3.benefit.{period}.{c_name}"
             batch.mean(f"{base}.mean", b, subset)
             for code, name in enumerate(m.BENEFIT_OUTCOMES):

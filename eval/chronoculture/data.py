@@ -210,6 +210,7 @@ class Predictions:
     choice_new: np.ndarray | None = None
     invalid: dict = field(default_factory=dict)   # period -> {reason: count}
     missing: dict = field(default_factory=dict)   # period -> count of rows without an answer
+    asked: np.ndarray | None = None               # bool (n,): the run has a row for the pair (None: every pair)
     info: dict = field(default_factory=dict)
     run_dir: Path | None = None
 
@@ -298,6 +299,7 @@ def predictions_from_rows(bench: Benchmark, rows: list[dict], label: str, kind: 
         label=label, kind=kind, p_old=arrays["old"], p_new=arrays["new"], p_undated=arrays["undated"],
         choice_old=choices["mcq_old"] if has_modal else None, choice_new=choices["mcq_new"] if has_modal else None,
         invalid={p: v for p, v in invalid.items() if v}, missing={p: v for p, v in missing.items() if v},
+        asked=seen["undated"] | seen["old"] | seen["new"],
         info=dict(info or {}),
     )
 

@@ -78,7 +78,7 @@ def _legend_below(fig, axes, ncol: int | None = None) -> None:
                 handles.append(handle)
                 labels.append(label)
     if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol or min(len(labels), 4),
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=ncol or min(len(labels), 4),
                    fontsize=8, frameon=False)
 
 
@@ -204,7 +204,7 @@ def benefit_figure(analyses: list[Analysis], out_dir: Path, name: str = "fig8_be
         for ax, period in zip(axes, ("old", "new"), strict=True):
             cells = [a.cell(f"rf3.benefit.{period}.{c}.mean") for c in m.CATEGORIES]
             est, err = _errorbars(cells, 100)
-            ax.bar(x - 0.4 + width * (j + 0.5), np.nan_to_num(est), width, yerr=err, capsize=2, label=a.label)
+            ax.bar(x - 0.4 + width * (j + 0.5), est, width, yerr=err, capsize=2, label=a.label)  # NaN: no bar
     for ax, title in zip(axes, ("(a) naming the older year", "(b) naming the newer year"), strict=True):
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(x, [CATEGORY_SHORT[c] for c in m.CATEGORIES])
@@ -317,8 +317,9 @@ def knowledge_figure(a: Analysis, out_dir: Path) -> Path:
     bins = np.linspace(0, max(0.5, float(np.nanmax(k))), 40)
     ax.hist(k[scored & a.retained], bins=bins, color="#6a3d9a", label=f"retained ({int((scored & a.retained).sum()):,})")
     ax.hist(k[scored & ~a.retained], bins=bins, color="#bbbbbb", label=f"excluded ({int((scored & ~a.retained).sum()):,})")
-    ax.axvline(np.quantile(k[scored], a.retention), ls="--", color="black", lw=1,
-               label=f"pooled {a.retention:.0%} quantile (selection is per group)")
+    if a.retention < 1.0:
+        ax.axvline(np.quantile(k[scored], a.retention), ls="--", color="black", lw=1,
+                   label=f"pooled {a.retention:.0%} quantile (selection is per group)")
     ax.set_xlabel("K = min over years of W(P_undated, G_t)")
     ax.set_ylabel("question x country")
     ax.set_title(title, fontsize=10)

@@ -184,7 +184,7 @@ def runs_table(entries: list[Entry]) -> str:
         rows.append([e.label, e.preds.kind + (f" ({info.get('baseline')})" if info.get("baseline") else ""), *cells,
                      ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}"])
     table = markdown_table(rows, ["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
-                                  "prompts without an answer"], "llrrrlr")
+                                  "prompts not asked (outside the sample)"], "llrrrlr")
     signatures = [f"- {e.label}: `{e.preds.info['signature']}`" for e in entries if e.preds.info.get("signature")]
     return table + ("\n\nSignatures:\n\n" + "\n".join(signatures) if signatures else "")
 
@@ -197,10 +197,10 @@ def retention_table(entries: list[Entry]) -> str:
         s = c["by_survey"]
         rows.append([e.label, f"{e.analysis.retention:.0%}",
                      f"{s['WVS']['retained']:,}/{s['WVS']['scored']:,}", f"{s['ISSP']['retained']:,}/{s['ISSP']['scored']:,}",
-                     f"{c['retained']:,}", f"{c['excluded_invalid_undated']:,}", f"{c['excluded_by_filter']:,}",
-                     f"{c['excluded_invalid_dated']:,}", f"{c['analysed']:,}"])
-    return _table(["run", "retention", "WVS", "ISSP", "total retained", "no valid undated answer", "filtered out",
-                   "retained, dated answer invalid", "analysed pairs"], rows)
+                     f"{c['retained']:,}", f"{c.get('not_asked', 0):,}", f"{c['excluded_invalid_undated']:,}",
+                     f"{c['excluded_by_filter']:,}", f"{c['excluded_invalid_dated']:,}", f"{c['analysed']:,}"])
+    return _table(["run", "retention", "WVS", "ISSP", "total retained", "not asked (outside the sample)",
+                   "no valid undated answer", "filtered out", "retained, dated answer invalid", "analysed pairs"], rows)
 
 
 def table7(entries: list[Entry]) -> str:

