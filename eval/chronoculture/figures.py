@@ -119,7 +119,7 @@ def accuracy_figure(analyses: list[Analysis], out_dir: Path, name: str = "fig5_a
     for ax, title in zip(axes, ("(a) both periods accurate", "(b) one period only"), strict=True):
         ax.set_xticks(x, [CATEGORY_SHORT[c] for c in m.CATEGORIES])
         ax.set_ylabel("% of temporal pairs")
-        ax.set_ylim(0, 100)
+        ax.set_ylim(-3, 103)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     _legend_below(fig, axes)
@@ -182,12 +182,12 @@ def magnitude_direction_figure(analyses: list[Analysis], out_dir: Path, name: st
         ax.grid(alpha=0.3)
         if metric == "median_ratio":
             ax.axhline(1.0, ls="--", color="black", lw=1)
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(bottom=-0.05)
         elif metric == "median_cosine":
             ax.axhline(0.0, ls=":", color="black", lw=1)
             ax.set_ylim(-1.05, 1.05)
         else:
-            ax.set_ylim(0, 100)
+            ax.set_ylim(-3, 103)
     _legend_below(fig, axes)
     fig.suptitle("Figure 7. Magnitude and direction of predicted change by human shift (dashed: r = 1)")
     fig.tight_layout()
@@ -234,8 +234,8 @@ def shift_scatter_figure(analyses: list[Analysis], out_dir: Path, name: str = "f
             sel = cat == code
             ax.scatter(v["d_h"][sel], v["d_m"][sel], s=10, alpha=0.6, color=CATEGORY_COLOURS[c], label=CATEGORY_SHORT[c])
         ax.plot([0, top], [0, top], ls="--", color="black", lw=1)
-        ax.set_xlim(0, top)
-        ax.set_ylim(0, top)
+        ax.set_xlim(-0.02 * top, top)   # a margin, so that points at 0 are not hidden by the axes
+        ax.set_ylim(-0.02 * top, top)
         ax.set_xlabel("human shift d_h")
         ax.set_ylabel("model shift d_m")
         ax.set_title(a.label, fontsize=10)
@@ -352,8 +352,8 @@ def period_error_figure(a: Analysis, out_dir: Path) -> Path:
     axes[1].plot([0, top], [0, top], ls="--", color="black", lw=1)
     axes[1].axvline(m.TAU, ls=":", color="grey", lw=1)
     axes[1].axhline(m.TAU, ls=":", color="grey", lw=1)
-    axes[1].set_xlim(0, top)
-    axes[1].set_ylim(0, top)
+    axes[1].set_xlim(-0.02 * top, top)
+    axes[1].set_ylim(-0.02 * top, top)
     axes[1].set_xlabel("d_old")
     axes[1].set_ylabel("d_new")
     axes[1].set_title("(b) d_old vs d_new per pair (dotted: tau)", fontsize=10)
