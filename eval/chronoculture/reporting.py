@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from histbench.builders.core.errors import EvalError
 from histbench.eval.report import markdown_table
 
 from . import figures as fig
@@ -87,6 +88,7 @@ class Entry:
     references: dict = field(default_factory=dict)     # name -> Analysis (rf1 only)
     retention_variants: dict = field(default_factory=dict)   # level -> Analysis (F.2, with intervals)
     retained_by_level: dict = field(default_factory=dict)    # level -> {category: retained pairs} (Table 7)
+    instruction_of: tuple | None = None                      # (original Entry's label, comparison): F.3 prompts
     repeats: list = field(default_factory=list)          # [(Predictions, comparison dict)]
 
     @property
@@ -140,6 +142,10 @@ def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float | Non
     for preds in progress(runs, desc="analysing runs", unit="run"):
         if preds.label in entries:
             first = entries[preds.label]
+            if _prompt_sha(first.preds) != _prompt_sha(preds):
+                raise EvalError(f"two runs are labelled {preds.label!r} but were asked with different prompts "
+                                f"({first.preds.run_dir} and {preds.run_dir}); repeated runs (F.3) must use the same "
+                                "prompts: give one of them another --label", file=preds.run_dir)
             first.repeats.append((preds, compare_runs(bench, first.preds, preds)))
             continue
         level = analysis_retention(preds.kind, preds.info, retention)
@@ -156,7 +162,32 @@ def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float | Non
                     sets=("default",))
             entry.retained_by_level = {lv: retained_by_category(bench, a, lv) for lv in TABLE7_LEVELS}
         entries[preds.label] = entry
+    _match_instructions(bench, list(entries.values()))
     return list(entries.values())
+
+
+def _prompt_sha(preds: Predictions) -> str | None:
+    return preds.info.get("prompt_templates_sha256")
+
+
+def _model_key(preds: Predictions) -> tuple:
+    backend = preds.info.get("backend") or {}
+    return (preds.info.get("model"), backend.get("revision"))
+
+
+def _match_instructions(bench: Benchmark, entries: list[Entry]) -> None:
+    """F.3: a model run asked with `--prompts FILE` is compared with the run of the same model
+    (spec and revision) asked with the build's own prompts, when the report has one."""
+    originals = {}
+    for e in entries:
+        if e.is_model and (e.preds.info.get("prompts") or {}).get("source", "build") == "build":
+            originals.setdefault(_model_key(e.preds), e)
+    for e in entries:
+        if not e.is_model or (e.preds.info.get("prompts") or {}).get("source", "build") == "build":
+            continue
+        original = originals.get(_model_key(e.preds))
+        if original is not None and _prompt_sha(original.preds) != _prompt_sha(e.preds):
+            e.instruction_of = (original.label, compare_runs(bench, original.preds, e.preds))
 
 
 # ---------------------------------------------------------------------------
@@ -396,6 +427,22 @@ def repeats_table(entries: list[Entry]) -> str:
                          *[DASH if _nan(c[p]["identical"]) else f"{100 * c[p]['identical']:.1f}" for p in ("undated", "old", "new")]])
     return _table(["model", "repeated run", "predictions compared", "identical to first run (%)", "mean W to first run",
                    "identical: undated", "identical: older", "identical: newer"], rows)
+
+
+def instructions_table(entries: list[Entry]) -> str:
+    """F.3: each alternative instruction's predictions against the same model's original ones."""
+    rows = []
+    for e in entries:
+        if e.instruction_of is None:
+            continue
+        original, c = e.instruction_of
+        prompts = e.preds.info.get("prompts") or {}
+        rows.append([e.label, original, f"`{Path(str(prompts.get('path', ''))).name}`", f"{c['all']['compared']:,}",
+                     DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
+                     DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
+                     *[DASH if _nan(c[p]["mean_w"]) else f"{c[p]['mean_w']:.4f}" for p in ("undated", "old", "new")]])
+    return _table(["run", "original instruction", "prompt file", "predictions compared", "identical (%)", "mean W",
+                   "mean W: undated", "mean W: older", "mean W: newer"], rows)
 
 
 def modal_table(entries: list[Entry]) -> str:
@@ -668,12 +715,22 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
                              for level, a in e.retention_variants.items()}
         parts.append(Part("Robustness: knowledge-filter retention (F.2, Tables 26-27)", "\n".join(md), data))
 
-    # Repeats F.3
-    if any(e.repeats for e in entries):
-        md = ["Runs with the same label are repeated runs of the same prompts; each is compared with the first.", "",
-              f"{h} F.3. Repeated runs against the first run", "", repeats_table(entries)]
-        parts.append(Part("Robustness: repeated runs (F.3)", "\n".join(md),
-                          {e.label: [c for _, c in e.repeats] for e in entries if e.repeats}))
+    # Repeats and instructions F.3
+    if any(e.repeats or e.instruction_of for e in entries):
+        md = []
+        if any(e.repeats for e in entries):
+            md += ["Runs with the same label are repeated runs of the same prompts; each is compared with the first.", "",
+                   f"{h} F.3. Repeated runs against the first run", "", repeats_table(entries), ""]
+        if any(e.instruction_of for e in entries):
+            md += ["A run asked with `--prompts FILE` (an alternative instruction) against the run of the same model "
+                   "with the build's prompts, on the prompts both answered; its own tables above show whether the "
+                   "temporal patterns persist.", "", f"{h} F.3. Alternative instructions against the original", "",
+                   instructions_table(entries)]
+        parts.append(Part("Robustness: repeated runs and prompt instructions (F.3)", "\n".join(md).strip(),
+                          {e.label: {"repeats": [c for _, c in e.repeats],
+                                     "instruction": None if e.instruction_of is None else
+                                     {"original": e.instruction_of[0], **e.instruction_of[1]}}
+                           for e in entries if e.repeats or e.instruction_of}))
 
     # Modal answers
     if any(e.analysis.modal for e in entries):

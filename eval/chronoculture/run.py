@@ -285,7 +285,7 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
                                decoding={k: decoding[k] for k in ("temperature", "top_p", "max_new_tokens")},
                                prompt_template_hash=prompt_hash, **extra)
     info = {
-        "label": label or default_label(backend_identity, backend.spec), "kind": "model", "model": backend.spec,
+        "label": label or default_label(backend_identity, backend.spec, prompts), "kind": "model", "model": backend.spec,
         "backend": backend_identity, "dataset": identity, "prompt_templates_sha256": prompt_hash, "prompts": prompt_info,
         "decoding": decoding, "sample": sample, "modal": modal, "signature": signature.text,
         "signature_fields": signature.data, "counts": _count(out_rows),
@@ -294,11 +294,14 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
     return info
 
 
-def default_label(identity: dict, spec: str) -> str:
+def default_label(identity: dict, spec: str, prompts: Path | None = None) -> str:
     """A short run label: the model name without its organisation or folder
-    ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct')."""
+    ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct'), and with `--prompts`
+    the prompt file's name ('Llama-3.3-70B-Instruct [prompts_f3_hundred_adults]'), so that
+    the report does not take it for a repeated run of the original prompts."""
     model = str(identity.get("model") or spec).rstrip("/")
-    return model.rsplit("/", 1)[-1] or spec
+    label = model.rsplit("/", 1)[-1] or spec
+    return f"{label} [{Path(prompts).stem}]" if prompts is not None else label
 
 
 def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) -> None:

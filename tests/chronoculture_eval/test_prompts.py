@@ -114,3 +114,46 @@ def test_prompts_option_errors(sample_build, tmp_path, capsys):
     args = ["eval", "chronoculture", "--baseline", "uniform", "--dataset", str(sample_build), "--out", str(tmp_path / "r")]
     assert cli.main([*args, "--prompts", str(SOURCES / "prompts.yaml")]) == 2
     assert "--prompts is for model runs" in capsys.readouterr().err
+
+
+def test_report_compares_an_alternative_instruction_with_the_original_f3(chat_server, sample_build, tmp_path):
+    """F.3: predictions under an alternative instruction against the same model's original ones
+    (identical share and mean W). The scripted model answers uniform shares to the original prompts
+    and puts everything on the first option under the '100 adults' instruction."""
+    def answer(messages):
+        labels = re.findall(r"^- (.+)$", messages[-1]["content"], flags=re.MULTILINE)
+        if "100 adults" in messages[-1]["content"]:
+            return json.dumps({label: 100 if j == 0 else 0 for j, label in enumerate(labels)})
+        return json.dumps({label: 100 / len(labels) for label in labels})
+
+    server = chat_server(answer)
+    base = ["eval", "chronoculture", "--model", server.spec(), "--model-option", "max_retries=0", "--dataset",
+            str(sample_build), "--sample", "8", "--stratify", "shift_category"]
+    assert cli.main([*base, "--out", str(tmp_path / "orig")]) == 0
+    assert cli.main([*base, "--out", str(tmp_path / "adults"), "--prompts", str(SOURCES / F3_FILES[1])]) == 0
+    info = json.loads((tmp_path / "adults" / "chronoculture.json").read_text())
+    assert info["label"] == "loopback-model [prompts_f3_hundred_adults]"
+    report = tmp_path / "report"
+    assert cli.main(["report", "chronoculture", str(tmp_path / "orig"), str(tmp_path / "adults"), "--out", str(report),
+                     "--resamples", "0"]) == 0
+    text = (report / "index.md").read_text()
+    assert "F.3. Alternative instructions against the original" in text
+    data = json.loads((report / "report.json").read_text())
+    section = data["Robustness: repeated runs and prompt instructions (F.3)"]
+    comparison = section["loopback-model [prompts_f3_hundred_adults]"]["instruction"]
+    assert comparison["original"] == "loopback-model" and comparison["all"]["compared"] == 24
+    assert comparison["all"]["identical"] == 0.0
+    # uniform vs a point mass on the first of K ordered options: W = (K - 1) / 2 / (K - 1) = 0.5 on every scale
+    assert comparison["all"]["mean_w"] == pytest.approx(0.5)
+
+
+def test_same_label_with_other_prompts_is_not_a_repeated_run(chat_server, sample_build, tmp_path, capsys):
+    server = chat_server(_uniform_answer)
+    base = ["eval", "chronoculture", "--model", server.spec(), "--model-option", "max_retries=0", "--dataset",
+            str(sample_build), "--sample", "4", "--stratify", "shift_category", "--label", "same"]
+    assert cli.main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert cli.main([*base, "--out", str(tmp_path / "b"), "--prompts", str(SOURCES / F3_FILES[0])]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", "chronoculture", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "r"),
+                     "--resamples", "0"]) == 2
+    assert "different prompts" in capsys.readouterr().err
