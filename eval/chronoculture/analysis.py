@@ -9,7 +9,7 @@
    Every table of the model that uses dated predictions uses exactly these pairs; each
    exclusion is counted. The default period of undated predictions (4.4, Tables 15-16)
    needs no dated prediction: it is computed on every retained combination, as 4.4
-   says ("for each retained question-country combination");
+   defines it (every retained question x country combination);
 3. per-pair values (d_old, d_new, d_m, r, cosine, alignment, benefit...);
 4. cells: shares, means and medians over subsets of the analysed pairs (by shift
    category, survey...), each with a 95% percentile interval from `resamples` bootstrap

@@ -8,7 +8,7 @@ fewer than `MIN_PAIRS` (20) pairs; across models a cell shows the mean and the r
 whether the models rank the groups alike (groups blank for some model are left out of
 that W).
 
-The C.4 check "with each country weighted equally" is `both_accurate_countries_equal`
+C.4's check with every country counting once is `both_accurate_countries_equal`
 (region cells only): the mean over the region's countries of each country's share of
 pairs accurate in both periods, so a country with many pairs counts as much as one with
 few. It is blank under the same rule (fewer than `min_pairs` pairs in the cell); every

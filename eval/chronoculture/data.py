@@ -374,7 +374,7 @@ def sample_pairs(bench: Benchmark, n: int, stratify: str | None = None, seed: in
     """A seeded sample of `n` pairs (benchmark rows, in dataset order) and what was drawn.
 
     Without `stratify`, a simple random sample. With it, equal shares of every stratum
-    (F.3: "sampled equally across the four human-shift categories"): n // S pairs from
+    (F.3 samples the four shift categories equally): n // S pairs from
     each of the S strata present, the remainder one more each to the first strata in
     order. A stratum with fewer pairs than its share gives all of them; the shortfall is
     not moved to other strata (that would make the shares unequal) and is reported.

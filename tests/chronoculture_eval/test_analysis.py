@@ -196,7 +196,7 @@ def test_bootstrap_interval_is_seeded(hand):
 
 
 def test_default_period_uses_every_retained_combination_44(hand):
-    """4.4: 'for each retained question-country combination' -- also those whose dated answers are
+    """4.4: every retained question x country combination -- also those whose dated answers are
     invalid (they leave the analysed pairs, not the default-period table). B's dated answers are
     broken: 2 pairs analysed, but the default period still counts A, B and C (it counted 2 before)."""
     bench, preds = hand
@@ -264,9 +264,8 @@ def test_retention_variants_have_intervals_f2(benchmark):
 
 
 def test_no_filter_at_100_percent_keeps_pairs_without_an_undated_answer_f2_f3(hand):
-    """At 100% nothing is filtered (F.2's 100% row; F.3's sample 'without applying the knowledge
-    filter'): B, whose undated answer is invalid, stays in RF1/RF2 and leaves only the RF3 cells,
-    which need the undated answer. Below 100%, K cannot rank B: it is not retained."""
+    """At 100% nothing is filtered (F.2's 100% row; F.3's unfiltered sample): B, whose undated
+    answer is invalid, stays in RF1/RF2 and leaves only the RF3 cells, which need that answer. Below 100%, K cannot rank B: it is not retained."""
     bench, preds = hand
     preds.p_undated[1] = np.nan
     full = analyse(bench, preds, retention=1.0, resamples=0)

@@ -12,8 +12,8 @@ from histbench.builders.chronoculture.prompts import PromptTemplates
 from histbench.builders.core.errors import SourceError
 from histbench.builders.core.resources import Resources
 
-# Appendix B.1, "System prompt": "All models received the same system message: ..." (copied
-# from the paper's text, including its punctuation; the quotation marks around it are the paper's).
+# Appendix B.1, paragraph "System prompt": the system message every model received, as the
+# paper prints it (the text inside its quotation marks, punctuation included).
 B1_SYSTEM = "You estimate survey response distributions. Return only valid JSON. Do not include explanations, markdown, or extra text."
 SOURCES = Resources.default().source_dir("chronoculture")
 F3_FILES = ("prompts_f3_national_survey.yaml", "prompts_f3_hundred_adults.yaml")

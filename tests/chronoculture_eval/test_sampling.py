@@ -20,7 +20,7 @@ def _categories(bench, rows):
 
 
 def test_stratified_sample_has_equal_shares_f3(benchmark):
-    """F.3: 'sampled equally across the four human-shift categories'."""
+    """F.3: equal shares of the four human-shift categories."""
     available = _categories(benchmark, np.arange(benchmark.n))
     assert min(available.values()) >= 3
     rows, info = sample_pairs(benchmark, 12, "shift_category", seed=0)
