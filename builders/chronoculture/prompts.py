@@ -2,7 +2,14 @@
 
 One file holds every template; its sha256 goes into histbench.json so that a result
 can say which prompts it was scored with. Messages are lists of {role, content}: the
-system message, then one user message.
+system message (appendix B.1's, word for word, in the shipped file), then one user
+message. The system message is sent exactly as the file holds it (no stripping).
+
+A file needs the `distribution` section (`system`, `option_line`, `dated`, `undated`)
+and, unless loaded with `sections=("distribution",)` (the alternative wordings of F.3,
+`histbench eval chronoculture --prompts FILE`), the `mcq` section (`system`,
+`option_line`, `dated`). An optional `json_value` in a section replaces `<percent>`,
+the placeholder shown for each number of the expected JSON object.
 """
 
 from __future__ import annotations
@@ -31,18 +38,25 @@ class PromptTemplates:
     data: dict
 
     @classmethod
-    def load(cls, path: Path) -> PromptTemplates:
+    def load(cls, path: Path, sections: tuple[str, ...] = tuple(REQUIRED)) -> PromptTemplates:
         path = Path(path)
         try:
             raw = path.read_bytes()
             data = yaml.safe_load(raw.decode("utf-8")) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise SourceError(f"cannot read the prompt templates: {exc}", file=path) from exc
-        for section, keys in REQUIRED.items():
-            for key in keys:
+        if not isinstance(data, dict):
+            raise SourceError("prompt templates must be a YAML mapping of sections", file=path)
+        # the sections asked for, and any other section the file defines, must be complete
+        for section in (s for s in REQUIRED if s in sections or s in data):
+            for key in REQUIRED[section]:
                 if not isinstance((data.get(section) or {}).get(key), str):
                     raise SourceError(f"prompt templates need a string '{section}.{key}'", file=path, field=f"{section}.{key}")
         return cls(path, hashlib.sha256(raw).hexdigest(), data)
+
+    def has(self, section: str) -> bool:
+        """Whether the file defines `section` ("distribution" or "mcq")."""
+        return isinstance(self.data.get(section), dict)
 
     def _template(self, section: str, key: str) -> string.Template:
         cache = self.__dict__.setdefault("_templates", {})
@@ -65,7 +79,8 @@ class PromptTemplates:
                 lines = [self._render("mcq", "option_line", letter=LETTERS[i], label=label) for i, label in enumerate(labels)]
             else:
                 lines = [self._render(section, "option_line", label=label) for label in labels]
-            skeleton = "{" + ", ".join(f"{json.dumps(label, ensure_ascii=False)}: <percent>" for label in labels) + "}"
+            value = self.data[section].get("json_value", "<percent>")
+            skeleton = "{" + ", ".join(f"{json.dumps(label, ensure_ascii=False)}: {value}" for label in labels) + "}"
             cache[key] = ("\n".join(lines), skeleton)
         return cache[key]
 
@@ -77,14 +92,14 @@ class PromptTemplates:
         if year is not None:
             values["year"] = str(year)
         return [
-            {"role": "system", "content": self.data["distribution"]["system"].strip()},
+            {"role": "system", "content": self.data["distribution"]["system"]},
             {"role": "user", "content": self._render("distribution", key, **values)},
         ]
 
     def mcq(self, country: str, question: str, labels: list[str], year: int) -> list[dict]:
         options, _ = self._options("mcq", tuple(labels))
         return [
-            {"role": "system", "content": self.data["mcq"]["system"].strip()},
+            {"role": "system", "content": self.data["mcq"]["system"]},
             {"role": "user", "content": self._render("mcq", "dated", country=country, question=question,
                                                       options=options, year=str(year))},
         ]

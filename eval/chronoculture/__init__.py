@@ -45,8 +45,11 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
         parser.add_argument("--out", type=Path, default=DEFAULT_REPORT_DIR, help=f"report folder (default {DEFAULT_REPORT_DIR})")
         parser.add_argument("--dataset", help="the build the runs were made on (default: the one recorded in the first run)")
         parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
-        parser.add_argument("--retention", type=float, default=0.75,
-                            help="knowledge-filter retention for model runs (default 0.75, as in 4.1)")
+        parser.add_argument("--retention", type=float, default=None,
+                            help="knowledge-filter retention for every model run (default: 0.75 as in 4.1; runs on a "
+                                 "--sample are analysed without the filter, as F.3 does)")
+        parser.add_argument("--min-pairs", type=int, default=20,
+                            help="pairs a topic or region cell needs (default 20, as in C.4)")
         parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over temporal pairs (default 1000)")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
         parser.add_argument("--no-references", action="store_true",

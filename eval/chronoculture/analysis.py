@@ -6,11 +6,15 @@
    prediction, ranked within survey x number-of-years groups, the `retention` share
    with the smallest K kept;
 2. the analysed pairs: retained pairs whose dated predictions for both years are valid.
-   Every table of the model uses exactly these pairs; each exclusion is counted;
-3. per-pair values (d_old, d_new, d_m, r, cosine, alignment, benefit, default period...);
+   Every table of the model that uses dated predictions uses exactly these pairs; each
+   exclusion is counted. The default period of undated predictions (4.4, Tables 15-16)
+   needs no dated prediction: it is computed on every retained combination, as 4.4
+   defines it (every retained question x country combination);
+3. per-pair values (d_old, d_new, d_m, r, cosine, alignment, benefit...);
 4. cells: shares, means and medians over subsets of the analysed pairs (by shift
    category, survey...), each with a 95% percentile interval from `resamples` bootstrap
-   resamples of the analysed pairs (seeded; the same resamples for every cell of a model).
+   resamples of the analysed pairs (seeded; the same resamples for every cell of a model;
+   the default-period cells resample the retained combinations).
 
 Cells are keyed by dotted names (such as `rf1.default.tau0.10.all.both`); `Analysis.cells`
 maps each to a `Cell` (estimate, low, high, n = pairs in the cell's subset).
@@ -139,7 +143,7 @@ class CellBatch:
         return cells
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def resample_counts(n: int, resamples: int = stats.DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
     """(resamples, n) int32: how often each item is drawn in each bootstrap resample.
 
@@ -214,18 +218,29 @@ class Analysis:
 
 
 def select_pairs(bench: Benchmark, preds: Predictions, retention: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """Knowledge filter and validity: (K, retained, analysed, counts)."""
+    """Knowledge filter and validity: (K, retained, analysed, counts).
+
+    Below 100% the filter ranks K, so a combination without a valid undated answer
+    cannot be retained. At 100% nothing is filtered (F.2's 100% row, F.3's unfiltered
+    sample, the reference runs): every pair the run answered is retained, and one without
+    a valid undated answer is left out only of the cells that need that answer (RF3).
+    Pairs the run has no answer for (outside its `--sample`) are counted as `not_asked`,
+    apart from invalid answers."""
     distances = m.year_distances(preds.p_undated, bench.golds, bench.year_mask, bench.positions)
     k_score = m.knowledge_score(distances)
-    groups = bench.filter_groups()
-    retained = m.knowledge_filter(k_score, groups, retention)
+    asked = np.ones(bench.n, dtype=bool) if preds.asked is None else preds.asked
+    if retention >= 1.0:
+        retained = asked.copy()
+    else:
+        retained = m.knowledge_filter(k_score, bench.filter_groups(), retention)
     dated_ok = preds.valid("old") & preds.valid("new")
     analysed = retained & dated_ok
     scored = ~np.isnan(k_score)
     counts = {
         "pairs": bench.n,
+        "not_asked": int((~asked).sum()),
         "scored": int(scored.sum()),
-        "excluded_invalid_undated": int((~scored).sum()),
+        "excluded_invalid_undated": int((asked & ~scored).sum()),
         "retained": int(retained.sum()),
         "excluded_by_filter": int((scored & ~retained).sum()),
         "excluded_invalid_dated": int((retained & ~dated_ok).sum()),
@@ -250,8 +265,6 @@ def pair_values(bench: Benchmark, preds: Predictions, idx: np.ndarray) -> dict:
     d_m = m.wasserstein(p_old, p_new, pos)
     und_old = m.wasserstein(p_und, g_old, pos)
     und_new = m.wasserstein(p_und, g_new, pos)
-    distances = m.year_distances(p_und, bench.golds[idx], bench.year_mask[idx], pos)
-    default, tied = m.default_period(distances)
     d_h = bench.d_h[idx]
     return {
         "index": idx,
@@ -267,8 +280,7 @@ def pair_values(bench: Benchmark, preds: Predictions, idx: np.ndarray) -> dict:
         "b_new": und_new - d_new,
         "identical_old": m.identical(p_old, p_und),
         "identical_new": m.identical(p_new, p_und),
-        "default_period": default,
-        "default_tied": tied,
+        "undated_ok": ~np.isnan(p_und).any(axis=1),
         "n_years": bench.n_years[idx],
         "categories": {name: codes[idx] for name, codes in bench.categories.items()},
         "survey": bench.survey[idx],
@@ -329,19 +341,34 @@ def _rf2_cells(batch: CellBatch, v: dict, sets) -> None:
                 batch.share(f"stable.{set_name}.{survey}.{name}", behaviour == code, subset)
 
 
-def _rf3_cells(batch: CellBatch, v: dict) -> None:
-    n_years = v["n_years"]
+def default_period_values(bench: Benchmark, preds: Predictions, combinations: np.ndarray) -> dict:
+    """Default survey year (4.4, E.1) of the undated predictions of the benchmark rows `combinations`."""
+    idx = np.asarray(combinations, dtype=int)
+    distances = m.year_distances(preds.p_undated[idx], bench.golds[idx], bench.year_mask[idx], bench.positions[idx])
+    default, tied = m.default_period(distances)
+    return {"index": idx, "default_period": default, "default_tied": tied, "n_years": bench.n_years[idx]}
+
+
+def default_period_cells(batch: CellBatch, dp: dict) -> None:
+    """Tables 15-16: share of combinations whose undated prediction is closest to the oldest /
+    an intermediate / the newest year, and the equal-choice baseline of E.2, by coverage."""
+    n_years = dp["n_years"]
     chance = m.equal_choice(n_years)
+    defined = dp["default_period"] >= 0
     for group, subset in (("all", np.ones(n_years.size, bool)), ("two", n_years == 2), ("three_plus", n_years >= 3)):
         for code, name in enumerate(m.DEFAULT_PERIODS):
-            batch.share(f"rf3.default_period.{group}.{name}", v["default_period"] == code, subset & (v["default_period"] >= 0))
-            batch.mean(f"rf3.equal_choice.{group}.{name}", chance[:, code], subset & (v["default_period"] >= 0))
+            batch.share(f"rf3.default_period.{group}.{name}", dp["default_period"] == code, subset & defined)
+            batch.mean(f"rf3.equal_choice.{group}.{name}", chance[:, code], subset & defined)
+
+
+def _rf3_cells(batch: CellBatch, v: dict) -> None:
     cat = v["categories"]["default"]
+    undated_ok = v["undated_ok"]   # all True below 100% retention (the filter needs the undated answer)
     for period in ("old", "new"):
         b = v[f"b_{period}"]
         outcome = m.benefit_outcome(b)
         for c_name in (*m.CATEGORIES, "all"):
-            subset = np.ones(cat.size, bool) if c_name == "all" else cat == m.CATEGORIES.index(c_name)
+            subset = undated_ok & (np.ones(cat.size, bool) if c_name == "all" else cat == m.CATEGORIES.index(c_name))
             base = f"rf3.benefit.{period}.{c_name}"
             batch.mean(f"{base}.mean", b, subset)
             for code, name in enumerate(m.BENEFIT_OUTCOMES):
@@ -393,9 +420,17 @@ def analyse(
     idx = np.flatnonzero(analysed)
     v = pair_values(bench, preds, idx)
     cells = collect_cells(v, parts, sets).compute(resamples, seed)
+    if "rf3" in parts:
+        dp = default_period_values(bench, preds, np.flatnonzero(retained & preds.valid("undated")))
+        batch = CellBatch(dp["index"].size)
+        default_period_cells(batch, dp)
+        cells.update(batch.compute(resamples, seed))
+        counts["default_period_combinations"] = int(dp["index"].size)
+        counts["default_period_ties"] = int(dp["default_tied"].sum())
     counts["categories"] = {name: int((v["categories"]["default"] == code).sum()) for code, name in enumerate(m.CATEGORIES)}
+    counts["retained_categories"] = {name: int((retained & (bench.categories["default"] == code)).sum())
+                                     for code, name in enumerate(m.CATEGORIES)}
     counts["alignment_ties"] = int((v["alignment"] == m.TIE).sum())
-    counts["default_period_ties"] = int(v["default_tied"].sum())
     counts["invalid_outputs"] = preds.invalid
     counts["missing_outputs"] = preds.missing
     result = Analysis(preds.label, retention, counts, analysed, k_score, retained, v, cells)

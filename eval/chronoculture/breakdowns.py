@@ -7,6 +7,12 @@ fewer than `MIN_PAIRS` (20) pairs; across models a cell shows the mean and the r
 (lowest to highest model) over the models where it is not blank. Kendall's W measures
 whether the models rank the groups alike (groups blank for some model are left out of
 that W).
+
+C.4's check with every country counting once is `both_accurate_countries_equal`
+(region cells only): the mean over the region's countries of each country's share of
+pairs accurate in both periods, so a country with many pairs counts as much as one with
+few. It is blank under the same rule (fewer than `min_pairs` pairs in the cell); every
+country with at least one pair in the cell counts.
 """
 
 from __future__ import annotations
@@ -27,13 +33,22 @@ BANDS = {
 # metric -> (bands it is reported for, function of (values dict, subset) -> float)
 
 
-def _metrics(v: dict, subset: np.ndarray) -> dict[str, float]:
+METRICS = ("both_accurate", "both_accurate_countries_equal", "zero_shift", "right_direction", "median_ratio",
+           "benefit_old", "benefit_new", "mean_d_h")
+
+
+def _metrics(v: dict, subset: np.ndarray, countries: np.ndarray | None = None) -> dict[str, float]:
     both = m.period_outcome(v["d_old"][subset], v["d_new"][subset], m.TAU) == m.BOTH
     nonzero = ~v["zero_shift"][subset]
     cos = v["cosine"][subset]
     ratio = v["ratio"][subset][nonzero]
     defined_cos = cos[~np.isnan(cos)]
-    return {
+    out = {}
+    if countries is not None:
+        names, inverse = np.unique(countries[subset].astype(str), return_inverse=True)
+        per_country = np.bincount(inverse, weights=both.astype(float)) / np.bincount(inverse)
+        out["both_accurate_countries_equal"] = float(per_country.mean()) if names.size else float("nan")
+    return out | {
         "both_accurate": float(both.mean()),
         "zero_shift": float(v["zero_shift"][subset].mean()),
         "right_direction": float((defined_cos > 0).mean()) if defined_cos.size else float("nan"),
@@ -44,11 +59,12 @@ def _metrics(v: dict, subset: np.ndarray) -> dict[str, float]:
     }
 
 
-def per_model_cells(bench: Benchmark, analysis: Analysis) -> dict:
+def per_model_cells(bench: Benchmark, analysis: Analysis, min_pairs: int = MIN_PAIRS) -> dict:
     """{dimension: {survey: {group: {band: {"pairs": n, metric: value|None}}}}} for one model."""
     v = analysis.per_pair
     idx = v["index"]
     cat = v["categories"]["default"]
+    countries = bench.country[idx]
     out: dict = {}
     for dim, column in DIMENSIONS.items():
         labels = getattr(bench, column)[idx]
@@ -63,17 +79,17 @@ def per_model_cells(bench: Benchmark, analysis: Analysis) -> dict:
                     subset = in_survey & (labels == group) & np.isin(cat, codes)
                     n = int(subset.sum())
                     cell = {"pairs": n}
-                    if n >= MIN_PAIRS:
-                        cell.update(_metrics(v, subset))
+                    if n >= min_pairs:
+                        cell.update(_metrics(v, subset, countries if dim == "region" else None))
                     out[dim][survey][group][band] = cell
     return out
 
 
-def across_models(bench: Benchmark, analyses: list[Analysis]) -> dict:
+def across_models(bench: Benchmark, analyses: list[Analysis], min_pairs: int = MIN_PAIRS) -> dict:
     """Mean, range and Kendall's W over models (see the module docstring)."""
-    cells = {a.label: per_model_cells(bench, a) for a in analyses}
+    cells = {a.label: per_model_cells(bench, a, min_pairs) for a in analyses}
     labels = list(cells)
-    summary: dict = {"min_pairs": MIN_PAIRS, "models": labels, "groups": {}, "kendall_w": {}}
+    summary: dict = {"min_pairs": min_pairs, "models": labels, "groups": {}, "kendall_w": {}}
     for dim in DIMENSIONS:
         summary["groups"][dim] = {}
         summary["kendall_w"][dim] = {}
@@ -85,8 +101,7 @@ def across_models(bench: Benchmark, analyses: list[Analysis]) -> dict:
                 for band in BANDS:
                     per_model = {label: cells[label][dim][survey].get(group, {}).get(band, {"pairs": 0}) for label in labels}
                     entry = {"pairs": {label: c["pairs"] for label, c in per_model.items()}}
-                    for metric in ("both_accurate", "zero_shift", "right_direction", "median_ratio", "benefit_old",
-                                   "benefit_new", "mean_d_h"):
+                    for metric in METRICS:
                         values = {label: c[metric] for label, c in per_model.items()
                                   if metric in c and not np.isnan(c[metric])}
                         if values:

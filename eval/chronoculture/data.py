@@ -210,12 +210,31 @@ class Predictions:
     choice_new: np.ndarray | None = None
     invalid: dict = field(default_factory=dict)   # period -> {reason: count}
     missing: dict = field(default_factory=dict)   # period -> count of rows without an answer
+    asked: np.ndarray | None = None               # bool (n,): the run has a row for the pair (None: every pair)
     info: dict = field(default_factory=dict)
     run_dir: Path | None = None
 
     def valid(self, period: str) -> np.ndarray:
         array = {"old": self.p_old, "new": self.p_new, "undated": self.p_undated}[period]
         return ~np.isnan(array).any(axis=1)
+
+
+DEFAULT_RETENTION = 0.75  # 4.1: the 75% of combinations with the smallest K
+
+
+def analysis_retention(kind: str, info: dict | None, retention: float | None = None) -> float:
+    """The knowledge-filter retention a run is analysed at.
+
+    Reference runs (`kind` "baseline") have no knowledge to filter on: 1.0. A model run:
+    `retention` when given, else 0.75 (4.1); a model run on a `--sample` is analysed
+    without the filter (1.0), as F.3 analyses its 300-pair sample, unless `retention`
+    is given.
+    """
+    if kind != "model":
+        return 1.0
+    if retention is not None:
+        return float(retention)
+    return 1.0 if (info or {}).get("sample") else DEFAULT_RETENTION
 
 
 def reason_class(error: str) -> str:
@@ -280,6 +299,7 @@ def predictions_from_rows(bench: Benchmark, rows: list[dict], label: str, kind: 
         label=label, kind=kind, p_old=arrays["old"], p_new=arrays["new"], p_undated=arrays["undated"],
         choice_old=choices["mcq_old"] if has_modal else None, choice_new=choices["mcq_new"] if has_modal else None,
         invalid={p: v for p, v in invalid.items() if v}, missing={p: v for p, v in missing.items() if v},
+        asked=seen["undated"] | seen["old"] | seen["new"],
         info=dict(info or {}),
     )
 
@@ -330,3 +350,53 @@ def frozen_gold_predictions(bench: Benchmark, year: str, label: str | None = Non
     p = {"oldest": bench.g_old, "newest": bench.g_new}[year]
     return Predictions(label or f"frozen {year} gold", "baseline", p.copy(), p.copy(), p.copy(),
                        info={"baseline": f"frozen-{year}"})
+
+
+# ---------------------------------------------------------------------------
+# Subsets of pairs to ask (F.3's stratified sample)
+# ---------------------------------------------------------------------------
+
+STRATA = ("shift_category", "survey", "topic_category", "region")
+
+
+def _strata_labels(bench: Benchmark, column: str) -> tuple[np.ndarray, list[str]]:
+    """Each pair's stratum and the strata in their natural order (shift categories stable first)."""
+    if column == "shift_category":
+        labels = np.array([m.CATEGORIES[c] for c in bench.categories["default"]], dtype=object)
+        return labels, [c for c in m.CATEGORIES if (labels == c).any()]
+    if column not in STRATA:
+        raise EvalError(f"cannot stratify by {column!r} (choose one of {', '.join(STRATA)})", field="--stratify")
+    labels = np.asarray(getattr(bench, column), dtype=object)
+    return labels, sorted({str(v) for v in labels})
+
+
+def sample_pairs(bench: Benchmark, n: int, stratify: str | None = None, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """A seeded sample of `n` pairs (benchmark rows, in dataset order) and what was drawn.
+
+    Without `stratify`, a simple random sample. With it, equal shares of every stratum
+    (F.3 samples the four shift categories equally): n // S pairs from
+    each of the S strata present, the remainder one more each to the first strata in
+    order. A stratum with fewer pairs than its share gives all of them; the shortfall is
+    not moved to other strata (that would make the shares unequal) and is reported.
+    """
+    if n < 1:
+        raise EvalError("--sample must be at least 1", field="--sample")
+    rng = np.random.default_rng(seed)
+    info: dict = {"n": int(n), "stratify": stratify, "seed": int(seed)}
+    if stratify is None:
+        chosen = np.sort(rng.choice(bench.n, size=min(n, bench.n), replace=False))
+        info.update({"selected": int(chosen.size), "available": bench.n})
+        return chosen, info
+    labels, strata = _strata_labels(bench, stratify)
+    base, extra = divmod(n, len(strata))
+    chosen, by_stratum = [], {}
+    for j, stratum in enumerate(strata):
+        members = np.flatnonzero(labels == stratum)
+        share = base + (1 if j < extra else 0)
+        take = min(share, members.size)
+        chosen.append(rng.choice(members, size=take, replace=False))
+        by_stratum[stratum] = {"available": int(members.size), "share": int(share), "selected": int(take)}
+    out = np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=int)
+    info.update({"selected": int(out.size), "available": bench.n, "by_stratum": by_stratum,
+                 "short": {s: v["share"] - v["selected"] for s, v in by_stratum.items() if v["selected"] < v["share"]}})
+    return out, info

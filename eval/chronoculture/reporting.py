@@ -5,11 +5,14 @@ repeats an earlier one is a repeated run of that model (F.3): it is compared wit
 first, not reported again. Every model run gets the two references of C.1 on its own
 analysed pairs: `uniform` (equal shares) and `static` (its undated answer for both
 years). Reference runs written with `histbench eval chronoculture --baseline` have no
-knowledge to filter on and are analysed on all pairs (retention 100%).
+knowledge to filter on and are analysed on all pairs (retention 100%); so are model runs
+on a `--sample`, as F.3 analyses its sample, unless `--retention` is given (see
+`data.analysis_retention`).
 
 Cells show the estimate and its bootstrap 95% interval over temporal pairs; the
-robustness tables (F.1, F.2) show estimates only (their intervals are in the JSON).
-Percentages are of the pairs in the cell; "-" marks an empty cell.
+robustness tables (F.1, F.2) show estimates only (their intervals, from the same
+resamples, are in the JSON). Percentages are of the pairs in the cell; "-" marks an
+empty cell. Every table and figure names the table or figure of the paper it reproduces.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+from histbench.builders.core.errors import EvalError
 from histbench.eval.report import markdown_table
 
 from . import figures as fig
 from . import metrics as m
 from .analysis import Analysis, Cell, analyse
 from .breakdowns import BANDS, MIN_PAIRS, across_models
-from .data import Benchmark, Predictions, static_predictions, uniform_predictions
+from .data import Benchmark, Predictions, analysis_retention, static_predictions, uniform_predictions
 
 CAT = {"stable": "Stab.", "moderate": "Mod.", "strong": "Str.", "very_strong": "V. str."}
 CAT_LONG = {"stable": "Stable", "moderate": "Moderate", "strong": "Strong", "very_strong": "Very strong", "all": "All"}
@@ -82,7 +86,9 @@ class Entry:
     preds: Predictions
     analysis: Analysis
     references: dict = field(default_factory=dict)     # name -> Analysis (rf1 only)
-    retention_variants: dict = field(default_factory=dict)   # level -> Analysis (no intervals)
+    retention_variants: dict = field(default_factory=dict)   # level -> Analysis (F.2, with intervals)
+    retained_by_level: dict = field(default_factory=dict)    # level -> {category: retained pairs} (Table 7)
+    instruction_of: tuple | None = None                      # (original Entry's label, comparison): F.3 prompts
     repeats: list = field(default_factory=list)          # [(Predictions, comparison dict)]
 
     @property
@@ -115,18 +121,34 @@ def compare_runs(bench: Benchmark, first: Predictions, other: Predictions) -> di
     return out
 
 
-def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float = 0.75, resamples: int = 1000, seed: int = 0,
-            references: bool = True, retention_levels: tuple[float, ...] = (0.5, 0.75, 1.0)) -> list[Entry]:
-    """Analyse every run (see the module docstring)."""
+RETENTION_LEVELS = (0.5, 0.75, 1.0)          # F.2, Tables 26-27
+TABLE7_LEVELS = (1.0, 0.75, 0.5, 0.25)        # B.2, Table 7
+
+
+def retained_by_category(bench: Benchmark, a: Analysis, level: float) -> dict[str, int]:
+    """Table 7: pairs the knowledge filter keeps at `level`, by shift category (same K, same groups)."""
+    kept = m.knowledge_filter(a.k_score, bench.filter_groups(), level)
+    out = {name: int((kept & (bench.categories["default"] == code)).sum()) for code, name in enumerate(m.CATEGORIES)}
+    return out | {"total": int(kept.sum())}
+
+
+def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float | None = None, resamples: int = 1000,
+            seed: int = 0, references: bool = True, retention_levels: tuple[float, ...] = RETENTION_LEVELS) -> list[Entry]:
+    """Analyse every run (see the module docstring). retention None: each run's default
+    (`data.analysis_retention`); a number applies to every model run."""
     from histbench.builders.core.progress import progress
 
     entries: OrderedDict[str, Entry] = OrderedDict()
     for preds in progress(runs, desc="analysing runs", unit="run"):
         if preds.label in entries:
             first = entries[preds.label]
+            if _prompt_sha(first.preds) != _prompt_sha(preds):
+                raise EvalError(f"two runs are labelled {preds.label!r} but were asked with different prompts "
+                                f"({first.preds.run_dir} and {preds.run_dir}); repeated runs (F.3) must use the same "
+                                "prompts: give one of them another --label", file=preds.run_dir)
             first.repeats.append((preds, compare_runs(bench, first.preds, preds)))
             continue
-        level = retention if preds.kind == "model" else 1.0
+        level = analysis_retention(preds.kind, preds.info, retention)
         a = analyse(bench, preds, retention=level, resamples=resamples, seed=seed)
         entry = Entry(preds, a)
         if preds.kind == "model":
@@ -136,10 +158,36 @@ def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float = 0.7
                                                      parts=("rf1",), sets=("default",))
             for other in retention_levels:
                 entry.retention_variants[other] = a if math.isclose(other, level) else analyse(
-                    bench, preds, retention=other, resamples=0, seed=seed, parts=("rf1", "align", "rf2", "rf3"),
+                    bench, preds, retention=other, resamples=resamples, seed=seed, parts=("rf1", "align", "rf2", "rf3"),
                     sets=("default",))
+            entry.retained_by_level = {lv: retained_by_category(bench, a, lv) for lv in TABLE7_LEVELS}
         entries[preds.label] = entry
+    _match_instructions(bench, list(entries.values()))
     return list(entries.values())
+
+
+def _prompt_sha(preds: Predictions) -> str | None:
+    return preds.info.get("prompt_templates_sha256")
+
+
+def _model_key(preds: Predictions) -> tuple:
+    backend = preds.info.get("backend") or {}
+    return (preds.info.get("model"), backend.get("revision"))
+
+
+def _match_instructions(bench: Benchmark, entries: list[Entry]) -> None:
+    """F.3: a model run asked with `--prompts FILE` is compared with the run of the same model
+    (spec and revision) asked with the build's own prompts, when the report has one."""
+    originals = {}
+    for e in entries:
+        if e.is_model and (e.preds.info.get("prompts") or {}).get("source", "build") == "build":
+            originals.setdefault(_model_key(e.preds), e)
+    for e in entries:
+        if not e.is_model or (e.preds.info.get("prompts") or {}).get("source", "build") == "build":
+            continue
+        original = originals.get(_model_key(e.preds))
+        if original is not None and _prompt_sha(original.preds) != _prompt_sha(e.preds):
+            e.instruction_of = (original.label, compare_runs(bench, original.preds, e.preds))
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +215,7 @@ def runs_table(entries: list[Entry]) -> str:
         rows.append([e.label, e.preds.kind + (f" ({info.get('baseline')})" if info.get("baseline") else ""), *cells,
                      ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}"])
     table = markdown_table(rows, ["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
-                                  "prompts without an answer"], "llrrrlr")
+                                  "prompts not asked (outside the sample)"], "llrrrlr")
     signatures = [f"- {e.label}: `{e.preds.info['signature']}`" for e in entries if e.preds.info.get("signature")]
     return table + ("\n\nSignatures:\n\n" + "\n".join(signatures) if signatures else "")
 
@@ -180,10 +228,19 @@ def retention_table(entries: list[Entry]) -> str:
         s = c["by_survey"]
         rows.append([e.label, f"{e.analysis.retention:.0%}",
                      f"{s['WVS']['retained']:,}/{s['WVS']['scored']:,}", f"{s['ISSP']['retained']:,}/{s['ISSP']['scored']:,}",
-                     f"{c['retained']:,}", f"{c['excluded_invalid_undated']:,}", f"{c['excluded_by_filter']:,}",
-                     f"{c['excluded_invalid_dated']:,}", f"{c['analysed']:,}"])
-    return _table(["run", "retention", "WVS", "ISSP", "total retained", "no valid undated answer", "filtered out",
-                   "retained, dated answer invalid", "analysed pairs"], rows)
+                     f"{c['retained']:,}", f"{c.get('not_asked', 0):,}", f"{c['excluded_invalid_undated']:,}",
+                     f"{c['excluded_by_filter']:,}", f"{c['excluded_invalid_dated']:,}", f"{c['analysed']:,}"])
+    return _table(["run", "retention", "WVS", "ISSP", "total retained", "not asked (outside the sample)",
+                   "no valid undated answer", "filtered out", "retained, dated answer invalid", "analysed pairs"], rows)
+
+
+def table7(entries: list[Entry]) -> str:
+    """Table 7: pairs retained at 100/75/50/25% by shift category, per model run."""
+    rows = []
+    for e in entries:
+        for level, counts in e.retained_by_level.items():
+            rows.append([e.label, f"{level:.0%}", *[f"{counts[c]:,}" for c in m.CATEGORIES], f"{counts['total']:,}"])
+    return _table(["run", "retained", *[CAT[c] for c in m.CATEGORIES], "total"], rows)
 
 
 def _rows_with_references(entries: list[Entry], render) -> list[list[str]]:
@@ -372,6 +429,22 @@ def repeats_table(entries: list[Entry]) -> str:
                    "identical: undated", "identical: older", "identical: newer"], rows)
 
 
+def instructions_table(entries: list[Entry]) -> str:
+    """F.3: each alternative instruction's predictions against the same model's original ones."""
+    rows = []
+    for e in entries:
+        if e.instruction_of is None:
+            continue
+        original, c = e.instruction_of
+        prompts = e.preds.info.get("prompts") or {}
+        rows.append([e.label, original, f"`{Path(str(prompts.get('path', ''))).name}`", f"{c['all']['compared']:,}",
+                     DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
+                     DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
+                     *[DASH if _nan(c[p]["mean_w"]) else f"{c[p]['mean_w']:.4f}" for p in ("undated", "old", "new")]])
+    return _table(["run", "original instruction", "prompt file", "predictions compared", "identical (%)", "mean W",
+                   "mean W: undated", "mean W: older", "mean W: newer"], rows)
+
+
 def modal_table(entries: list[Entry]) -> str:
     rows = []
     for e in entries:
@@ -391,18 +464,21 @@ def modal_table(entries: list[Entry]) -> str:
                    "shifted: correct mode, < half the shift captured (%)"], rows)
 
 
+def _breakdown_cell(entry, metric, scale=100.0, digits=0, signed=False):
+    """Mean across runs [lowest, highest] of one breakdown metric, or a dash."""
+    if entry is None or entry.get(metric) is None:
+        return DASH
+    v = entry[metric]
+    fmt = (lambda x: f"{scale * x:+.{digits}f}") if signed else (lambda x: f"{scale * x:.{digits}f}")
+    text = fmt(v["mean"])
+    if v["models"] > 1:
+        text += f" [{fmt(v['min'])}, {fmt(v['max'])}]"
+    return text
+
+
 def breakdown_tables(summary: dict) -> str:
     """C.4: per survey, topic and region rows; mean across runs and [range]."""
-    def cell(entry, metric, scale=100.0, digits=0, signed=False):
-        if entry is None or entry.get(metric) is None:
-            return DASH
-        v = entry[metric]
-        fmt = (lambda x: f"{scale * x:+.{digits}f}") if signed else (lambda x: f"{scale * x:.{digits}f}")
-        text = fmt(v["mean"])
-        if v["models"] > 1:
-            text += f" [{fmt(v['min'])}, {fmt(v['max'])}]"
-        return text
-
+    cell = _breakdown_cell
     parts = []
     for dim in ("topic", "region"):
         for survey in ("WVS", "ISSP"):
@@ -427,6 +503,24 @@ def breakdown_tables(summary: dict) -> str:
     return "\n\n".join(parts)
 
 
+def countries_equal_table(summary: dict) -> str:
+    """C.4's check: both-period accuracy by region with pairs pooled and with every country weighted equally."""
+    parts = []
+    for survey in ("WVS", "ISSP"):
+        table = summary["groups"]["region"][survey]
+        if not table:
+            continue
+        rows = [[region, *[_breakdown_cell(bands[b], metric) for b in BANDS
+                           for metric in ("both_accurate", "both_accurate_countries_equal")]]
+                for region, bands in table.items()]
+        header = ["region"]
+        for b in BANDS:
+            label = {"stable": "stable", "moderate": "moderate", "strong_plus": "strong+"}[b]
+            header += [f"both % {label}, pairs pooled", f"both % {label}, countries equal"]
+        parts.append(f"**{survey}**\n\n" + markdown_table(rows, header, "l" + "r" * 6))
+    return "\n\n".join(parts)
+
+
 # ---------------------------------------------------------------------------
 # The whole report
 # ---------------------------------------------------------------------------
@@ -439,33 +533,52 @@ class Part:
     figures: list[Path] = field(default_factory=list)
 
 
-def _img(path: Path, link_prefix: str, alt: str) -> str:
-    return f"![{alt}]({link_prefix}{path.name})"
+def _img(path: Path, link_prefix: str, caption: str) -> str:
+    """An image with its caption as alt text and as a visible line below it."""
+    return f"![{caption}]({link_prefix}{path.name})\n\n*{caption}*"
+
+
+def _cells(a: Analysis, *prefixes: str) -> dict:
+    return {k: v.to_json() for k, v in a.cells.items() if k.startswith(prefixes)}
 
 
 def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_prefix: str = "", h: str = "###",
-                example_limit: int = 6) -> list[Part]:
-    """Every section of the report as Markdown (sub-headings at level `h`) with its numbers and figures."""
+                example_limit: int = 6, min_pairs: int = MIN_PAIRS) -> list[Part]:
+    """Every section of the report as Markdown (sub-headings at level `h`) with its numbers and figures.
+
+    Figures of single runs (11, 12, 16-18) are drawn for the first `example_limit` model
+    runs; reference runs predict no change, so they have none of these.
+    """
     analyses = [e.analysis for e in entries]
+    models = [e for e in entries if e.is_model]
+    shown = models[:example_limit]
     parts: list[Part] = []
-    per_run = [e for e in entries]
     ci_note = ("Cells: estimate [bootstrap 95% interval over temporal pairs]; percentages are of the pairs "
                "in the cell.")
+    no_model = "No model run in this report, so there is no per-run figure here (reference runs predict no change)."
 
-    # Runs, exclusions and Table 6
+    # Runs, exclusions, Tables 6 and 7, Figure 11
     md = ["Each run's prompts, how many answers were valid, and why the others were excluded "
           "(B.1: a missing option, a non-numeric or non-finite value, or a non-positive total).", "",
           runs_table(entries), "", f"{h} Table 6. Knowledge-filter retention (retained/scored pairs)", "",
           "Within each survey x number-of-available-years group, the share with the smallest K = min over years of "
-          "W(P_undated, G_t) is kept (floor of the share). Reference runs are analysed on all pairs.", "",
-          retention_table(entries)]
-    figures = [fig.knowledge_figure(e.analysis, figure_dir) for e in entries[:example_limit] if e.is_model]
-    for path in figures:
-        md += ["", _img(path, link_prefix, "knowledge filter")]
-    parts.append(Part("Runs, invalid outputs and the knowledge filter (B.1, B.2, Table 6)", "\n".join(md),
+          "W(P_undated, G_t) is kept (floor of the share). Reference runs, and model runs on a sample (F.3), are "
+          "analysed on all pairs.", "", retention_table(entries)]
+    figures = []
+    if models:
+        md += ["", f"{h} Table 7. Temporal pairs retained at each level, by shift category", "",
+               "The same K and groups as Table 6, kept at 100%, 75%, 50% and 25% (before the check of valid dated "
+               "answers).", "", table7(models)]
+        for e in shown:
+            path = fig.knowledge_figure(e.analysis, figure_dir)
+            figures.append(path)
+            md += ["", _img(path, link_prefix, f"Figure 11. Nearest-survey distance K, retained and excluded: {e.label}")]
+    parts.append(Part("Runs, invalid outputs and the knowledge filter (B.1, B.2, Tables 6-7, Figure 11)", "\n".join(md),
                       {"runs": {e.label: {"counts": e.analysis.counts, "info": {k: v for k, v in e.preds.info.items()
                                                                              if k not in ("signature_fields",)}}
-                                for e in entries}}, figures))
+                                for e in entries},
+                       "table7": {e.label: {f"{lv:.2f}": c for lv, c in e.retained_by_level.items()} for e in models}},
+                      figures))
 
     # RF1 accuracy
     f5 = fig.accuracy_figure(analyses, figure_dir)
@@ -473,61 +586,66 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "References (C.1) under each model: `uniform` (equal shares for every option) and `static` (the model's "
           "undated answer for both years), on the model's own analysed pairs.", "",
           "**Both periods accurate**", "", table8(entries, "both"), "", "**Older only**", "", table8(entries, "older_only"),
-          "", "**Newer only**", "", table8(entries, "newer_only"), "", _img(f5, link_prefix, "Figure 5"), "",
-          f"{h} Table 9. Accuracy at each tolerance (C.2)"]
-    for e in per_run:
+          "", "**Newer only**", "", table8(entries, "newer_only"), "",
+          _img(f5, link_prefix, "Figure 5. Both periods (a) and one period only (b) within tau = 0.10, by human shift"),
+          "", f"{h} Table 9. Accuracy at each tolerance (C.2)"]
+    for e in entries:
         md += ["", f"**{e.label}**", "", table9(e.analysis)]
-    parts.append(Part("RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figure 5)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items() if k.startswith("rf1.default")}
+    figures = [f5]
+    for e in shown:
+        path = fig.period_error_figure(e.analysis, figure_dir)
+        figures.append(path)
+        md += ["", _img(path, link_prefix, f"Figure 12. Per-period prediction errors: {e.label}")]
+    parts.append(Part("RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figures 5 and 12)", "\n".join(md),
+                      {e.label: _cells(e.analysis, "rf1.default")
                        | {f"reference.{n}.{k}": v.to_json() for n, r in e.references.items() for k, v in r.cells.items()}
-                       for e in entries}, [f5]))
+                       for e in entries}, figures))
 
     # RF1 alignment
     f6 = fig.alignment_figure(analyses, figure_dir)
     md = [ci_note, "", "Which gold distribution each prediction is closer to, for pairs with a moderate or larger "
           "shift (zero model shift included). Distances equal within 1e-12 count as a tie.", "",
           f"{h} Table 10. Temporal alignment (%)", "", table10a(entries), "", "**All shifted pairs**", "", table10b(entries),
-          "", _img(f6, link_prefix, "Figure 6")]
+          "", _img(f6, link_prefix, "Figure 6. Temporal alignment of the two predictions, shifted pairs")]
     parts.append(Part("RF1: temporal alignment (C.3, Table 10, Figure 6)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items() if k.startswith("align.default")}
-                       for e in entries}, [f6]))
+                      {e.label: _cells(e.analysis, "align.default") for e in entries}, [f6]))
 
     # RF2 magnitude and direction
     f7 = fig.magnitude_direction_figure(analyses, figure_dir)
-    f15 = fig.shift_scatter_figure(analyses[:9], figure_dir)
+    f15 = fig.shift_scatter_figure([e.analysis for e in models[:9]], figure_dir) if models else None
     md = [ci_note, "", f"{h} Table 11. Magnitude and direction by human shift", "",
           "**Zero model shift (identical predictions, %)**", "", table11(entries, "zero_shift"), "",
           "**Median ratio r = d_m / d_h (pairs with nonzero model shift)**", "", table11(entries, "median_ratio"), "",
           "**Median cosine of the cumulative change vectors (pairs with nonzero model shift)**", "",
-          table11(entries, "median_cosine"), "", _img(f7, link_prefix, "Figure 7"), "",
-          f"{h} Table 12. Median ratio with and without identical predictions (D.2)"]
-    for e in per_run:
+          table11(entries, "median_cosine"), "",
+          _img(f7, link_prefix, "Figure 7. Identical predictions (a), median ratio r (b) and median cosine (c) by human shift"),
+          "", f"{h} Table 12. Median ratio with and without identical predictions (D.2)"]
+    for e in entries:
         md += ["", f"**{e.label}**", "", table12(e.analysis)]
-    md += ["", _img(f15, link_prefix, "Figure 15")]
+    md += ["", _img(f15, link_prefix, "Figure 15. Human shift d_h and model shift d_m per temporal pair") if f15 else no_model]
     parts.append(Part("RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items() if k.startswith("rf2.default")}
-                       for e in entries}, [f7, f15]))
+                      {e.label: _cells(e.analysis, "rf2.default") for e in entries}, [f7] + ([f15] if f15 else [])))
 
     # Stable pairs
     md = [ci_note, "", "Stable pairs (d_h <= 0.03): the model preserves stability when d_m <= 0.03; false drift is "
           "small for 0.03 < d_m < 0.10 and large for d_m >= 0.10.", "", f"{h} Table 13. Behaviour on stable pairs (%)", "",
           table13(entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
-    for e in per_run:
+    for e in entries:
         md += ["", f"**{e.label}**", "", table14(e.analysis)]
     parts.append(Part("RF2: stability and false drift (D.3-D.4, Tables 13-14)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items() if k.startswith("stable.default")}
-                       for e in entries}))
+                      {e.label: _cells(e.analysis, "stable.default") for e in entries}))
 
     # RF3 default period
     md = [ci_note, "", "The survey year whose gold distribution is closest to the undated prediction, among all "
-          "available years (ties within 1e-12 go to the earliest year and are counted in the JSON).", "",
+          "available years, for every retained question x country combination (4.4; a combination whose dated "
+          "answers are invalid still counts here). Ties within 1e-12 go to the earliest year and are counted in the "
+          "JSON. Intervals resample the combinations.", "",
           f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), "",
           f"{h} Table 16. Default year by coverage, against equal choice (E.2)"]
-    for e in per_run:
+    for e in entries:
         md += ["", f"**{e.label}**", "", table16(e.analysis)]
     parts.append(Part("RF3: default period (4.4, E.1-E.2, Tables 15-16)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items()
-                                 if k.startswith(("rf3.default_period", "rf3.equal_choice"))} for e in entries}))
+                      {e.label: _cells(e.analysis, "rf3.default_period", "rf3.equal_choice") for e in entries}))
 
     # RF3 benefit
     f8 = fig.benefit_figure(analyses, figure_dir)
@@ -537,23 +655,38 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           f"{h} Table 17. Overall effect of naming a year", "", "**Naming the older year**", "", table17(entries, "old"), "",
           "**Naming the newer year**", "", table17(entries, "new"), "",
           f"{h} Table 18. Mean benefit (x 100) by human shift", "", "**Naming the older year**", "", table18(entries, "old"),
-          "", "**Naming the newer year**", "", table18(entries, "new"), "", _img(f8, link_prefix, "Figure 8"), "",
+          "", "**Naming the newer year**", "", table18(entries, "new"), "",
+          _img(f8, link_prefix, "Figure 8. Mean benefit of naming the older (a) and the newer (b) year, by human shift"), "",
           f"{h} Table 19. Naming outcomes by human shift"]
-    for e in per_run:
+    for e in entries:
         md += ["", f"**{e.label}**", "", table19(e.analysis)]
+    figures = [f8]
+    for e in shown:
+        path = fig.naming_outcomes_figure(e.analysis, figure_dir)
+        figures.append(path)
+        md += ["", _img(path, link_prefix, f"Figure 18. Naming outcomes by human shift: {e.label}")]
     md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries)]
-    parts.append(Part("RF3: naming a year (4.4, E.3-E.4, Tables 17-20, Figure 8)", "\n".join(md),
-                      {e.label: {k: v.to_json() for k, v in e.analysis.cells.items() if k.startswith("rf3.benefit")}
-                       for e in entries}, [f8]))
+    parts.append(Part("RF3: naming a year (4.4, E.3-E.4, Tables 17-20, Figures 8 and 18)", "\n".join(md),
+                      {e.label: _cells(e.analysis, "rf3.benefit") for e in entries}, figures))
 
     # Topic and region
-    models = [e.analysis for e in entries if e.is_model] or analyses
-    summary = across_models(bench, models)
+    breakdown_runs = [e.analysis for e in models] or analyses
+    summary = across_models(bench, breakdown_runs, min_pairs)
+    f13 = fig.heatmap_figure(summary, "topic", figure_dir)
+    f14 = fig.heatmap_figure(summary, "region", figure_dir)
+    threshold = f"{min_pairs} pairs" + ("" if min_pairs == MIN_PAIRS else f" (the paper's C.4 uses {MIN_PAIRS})")
     md = [f"Per run on its analysed pairs; strong+ pools strong and very strong shifts; cells with fewer than "
-          f"{MIN_PAIRS} pairs are blank ({DASH}). Each cell: mean across runs [lowest, highest run]. "
+          f"{threshold} are blank ({DASH}). Each cell: mean across runs [lowest, highest run]. "
           f"Runs compared: {', '.join(summary['models'])}. Accuracy uses tau = 0.10; right direction is a positive "
-          "cosine among pairs with nonzero model shift.", "", breakdown_tables(summary) or "No group has enough pairs."]
-    parts.append(Part("Topics and regions (4.5, C.4)", "\n".join(md), {"breakdowns": summary, "bands": list(BANDS)}))
+          "cosine among pairs with nonzero model shift.", "", breakdown_tables(summary) or "No group has enough pairs.", "",
+          _img(f13, link_prefix, "Figure 13. Both-period accuracy by topic and shift band (mean % across runs, [range])"),
+          "", _img(f14, link_prefix, "Figure 14. Both-period accuracy by region and shift band (mean % across runs, [range])"),
+          "", f"{h} C.4 check: every country weighted equally", "",
+          "Both-period accuracy by region with the pairs pooled, and as the mean of each country's own share (a "
+          "country with many pairs counts as much as one with few); blank under the same rule.", "",
+          countries_equal_table(summary) or "No region has enough pairs."]
+    parts.append(Part("Topics and regions (4.5, C.4, Figures 13-14)", "\n".join(md),
+                      {"breakdowns": summary, "bands": list(BANDS)}, [f13, f14]))
 
     # Robustness F.1
     rob = robustness_tables(entries)
@@ -571,7 +704,8 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     # Robustness F.2
     model_entries = [e for e in entries if e.retention_variants]
     if model_entries:
-        md = ["The same predictions with 50%, 75% and 100% of question x country combinations retained."]
+        md = ["The same predictions with 50%, 75% and 100% of question x country combinations retained. Estimates "
+              "only; every cell's bootstrap interval is in the JSON."]
         data = {}
         for e in model_entries:
             t26, t27 = retention_robustness_tables(e)
@@ -581,12 +715,22 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
                              for level, a in e.retention_variants.items()}
         parts.append(Part("Robustness: knowledge-filter retention (F.2, Tables 26-27)", "\n".join(md), data))
 
-    # Repeats F.3
-    if any(e.repeats for e in entries):
-        md = ["Runs with the same label are repeated runs of the same prompts; each is compared with the first.", "",
-              repeats_table(entries)]
-        parts.append(Part("Robustness: repeated runs (F.3)", "\n".join(md),
-                          {e.label: [c for _, c in e.repeats] for e in entries if e.repeats}))
+    # Repeats and instructions F.3
+    if any(e.repeats or e.instruction_of for e in entries):
+        md = []
+        if any(e.repeats for e in entries):
+            md += ["Runs with the same label are repeated runs of the same prompts; each is compared with the first.", "",
+                   f"{h} F.3. Repeated runs against the first run", "", repeats_table(entries), ""]
+        if any(e.instruction_of for e in entries):
+            md += ["A run asked with `--prompts FILE` (an alternative instruction) against the run of the same model "
+                   "with the build's prompts, on the prompts both answered; its own tables above show whether the "
+                   "temporal patterns persist.", "", f"{h} F.3. Alternative instructions against the original", "",
+                   instructions_table(entries)]
+        parts.append(Part("Robustness: repeated runs and prompt instructions (F.3)", "\n".join(md).strip(),
+                          {e.label: {"repeats": [c for _, c in e.repeats],
+                                     "instruction": None if e.instruction_of is None else
+                                     {"original": e.instruction_of[0], **e.instruction_of[1]}}
+                           for e in entries if e.repeats or e.instruction_of}))
 
     # Modal answers
     if any(e.analysis.modal for e in entries):
@@ -600,17 +744,21 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
 
     # Examples
     figures = []
-    md = ["Per run: one pair for each pattern of predicted change (D.6; mean response on the answer scale, older to newer "
-          "year), and the strong or very strong pairs with the least model change (D.7; cumulative distributions)."]
-    for e in entries[:example_limit]:
+    md = ["Per model run: one pair for each pattern of predicted change that some analysed pair shows (D.6; mean "
+          "response on the answer scale, older to newer year), and the strong or very strong pairs with the least "
+          "model change (D.7; cumulative distributions)."]
+    for e in shown:
         f16 = fig.patterns_figure(bench, e.preds, e.analysis, figure_dir)
         f17 = fig.limited_change_figure(bench, e.preds, e.analysis, figure_dir)
         figures += [f16, f17]
-        md += ["", f"**{e.label}**", "", _img(f16, link_prefix, "Figure 16"), "", _img(f17, link_prefix, "Figure 17")]
+        md += ["", f"**{e.label}**", "", _img(f16, link_prefix, f"Figure 16. Patterns of predicted change: {e.label}"), "",
+               _img(f17, link_prefix, f"Figure 17. Limited model change despite human shift: {e.label}")]
+    if not shown:
+        md += ["", no_model]
     parts.append(Part("Examples of predicted change (D.6-D.7, Figures 16-17)", "\n".join(md),
                       {e.label: {"patterns": {k: None if i is None else bench.pair_id[i]
                                               for k, i in fig.pattern_examples(e.analysis).items()},
                                  "limited_change": [bench.pair_id[i] for i in fig.limited_change_examples(e.analysis)]}
-                       for e in entries[:example_limit]},
+                       for e in shown},
                       figures))
     return parts

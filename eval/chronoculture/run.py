@@ -15,6 +15,14 @@ Undated prompts are asked first (the knowledge filter needs them), then the date
 then, with --modal, the single-answer prompts of A.5. Re-running the same command
 re-parses stored answers and asks only what is missing.
 
+The prompts are the build's (rendered from sources/chronoculture/prompts.yaml when it was
+built). `--prompts FILE` renders them again from another template file of the same form,
+e.g. the two alternative instructions of F.3 (sources/chronoculture/prompts_f3_*.yaml):
+the question, options, country and year stay those of the build; the file's sha256
+replaces the build's in the run's signature. `--sample N` asks only a seeded random
+subset of N pairs, `--stratify shift_category` with equal shares per shift category
+(F.3's 300-pair sample); the sample is recorded in chronoculture.json and the signature.
+
 Reference runs need no model: --baseline uniform (equal shares for every option) and
 the oracles frozen-oldest / frozen-newest (one year's gold distribution repeated for
 every prompt; in the modal-answer format they answer that distribution's mode). The static reference of C.1 (a model's undated answer used for both
@@ -37,11 +45,14 @@ from histbench.builders.core.progress import log
 from .data import (
     PREDICTIONS_NAME,
     RUN_INFO_NAME,
+    STRATA,
     Benchmark,
     Predictions,
+    analysis_retention,
     frozen_gold_predictions,
     load_benchmark,
     predictions_from_rows,
+    sample_pairs,
     uniform_predictions,
 )
 from .parsing import parse_choice, parse_distribution
@@ -62,6 +73,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                                              "distribution repeated for every prompt)")
     parser.add_argument("--modal", action="store_true",
                         help="also ask the single-answer prompts of the mcq config (modal-answer evaluation, A.5)")
+    parser.add_argument("--prompts", type=Path, metavar="YAML",
+                        help="render the prompts from this template file instead of using the build's (F.3's alternative "
+                             "instructions: sources/chronoculture/prompts_f3_*.yaml); recorded in the signature")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="ask only a seeded random sample of N temporal pairs (see --stratify, --sample-seed)")
+    parser.add_argument("--stratify", choices=STRATA,
+                        help="with --sample: equal shares of every value of this pairs column (F.3: shift_category)")
+    parser.add_argument("--sample-seed", type=int, default=0, help="seed of --sample (default 0)")
     decoding = parser.add_argument_group("decoding (defaults: the paper's, B.1)")
     decoding.add_argument("--temperature", type=float, default=DECODING["temperature"])
     decoding.add_argument("--top-p", type=float, default=DECODING["top_p"])
@@ -90,6 +109,40 @@ def rows_from_predictions(bench: Benchmark, preds: Predictions, pairs: np.ndarra
     return rows
 
 
+def choose_pairs(bench: Benchmark, sample: int | None, stratify: str | None, seed: int,
+                 limit: int | None = None) -> tuple[np.ndarray | None, dict | None]:
+    """The benchmark rows to ask (None: all) and the sample's record (None: no sample).
+
+    `--limit N` is the quick look every evaluator has: the first N pairs in build order
+    (mostly one question); `--sample N --stratify ...` is the representative subset (F.3)."""
+    if limit is not None:
+        if sample is not None:
+            raise UsageError("give --limit (the first N pairs) or --sample (a seeded sample), not both", field="--limit")
+        if limit < 1:
+            raise UsageError("--limit must be at least 1", field="--limit")
+        rows = np.arange(min(limit, bench.n))
+        return rows, {"n": int(limit), "method": "first", "stratify": None, "seed": None,
+                      "selected": int(rows.size), "available": bench.n}
+    if sample is None:
+        if stratify:
+            raise UsageError("--stratify needs --sample N", field="--stratify")
+        return None, None
+    rows, info = sample_pairs(bench, sample, stratify, seed)
+    if info.get("short"):
+        short = ", ".join(f"{s} {v['selected']}/{v['share']}" for s, v in info["by_stratum"].items() if s in info["short"])
+        log(f"[chronoculture] --sample {sample}: some strata have fewer pairs than their share ({short})")
+    return rows, info
+
+
+def sample_tag(sample: dict | None) -> str | None:
+    """The sample as one signature field: '300/shift_category/seed0' (None without a sample)."""
+    if not sample:
+        return None
+    if sample.get("method") == "first":
+        return f"first{sample['selected']}"
+    return f"{sample['selected']}/{sample.get('stratify') or 'random'}/seed{sample['seed']}"
+
+
 def _count(rows: list[dict]) -> dict:
     counts: dict = {}
     for row in rows:
@@ -111,36 +164,89 @@ def _dataset_info(built) -> tuple[dict, str | None]:
     return built.identity(), prompt_hash
 
 
-def run_baseline(built, bench: Benchmark, name: str, out: Path, label: str | None = None, limit: int | None = None) -> dict:
-    """Write a reference run (no model) into `out`; returns its chronoculture.json."""
+def run_baseline(built, bench: Benchmark, name: str, out: Path, label: str | None = None,
+                 pairs: np.ndarray | None = None, sample: dict | None = None) -> dict:
+    """Write a reference run (no model) into `out` (all pairs, or the rows `pairs`); returns its chronoculture.json."""
     preds = uniform_predictions(bench) if name == "uniform" else frozen_gold_predictions(bench, name.split("-", 1)[1])
-    pairs = np.arange(min(limit, bench.n)) if limit else None
     rows = rows_from_predictions(bench, preds, pairs)
     if bench.modal is not None and name != "uniform":
         # a frozen oracle's single answer is the mode of the distribution it repeats (A.5)
-        keep = set(range(bench.n) if pairs is None else pairs.tolist())
+        keep = set(range(bench.n) if pairs is None else np.asarray(pairs).tolist())
         for i in bench.modal.pair_index:
             if int(i) in keep:
                 choice = int(np.argmax(preds.p_old[i, : bench.k[i]]))
                 rows += [{"pair_id": bench.pair_id[i], "period": period, "choice": choice, "route": "baseline",
                           "error": None} for period in ("mcq_old", "mcq_new")]
     identity, prompt_hash = _dataset_info(built)
+    signature = f"histbench-chronoculture|baseline:{name}|data:{identity.get('data_sha256', '')[:12]}"
+    if sample:
+        signature += f"|sample:{sample_tag(sample)}"
     info = {
         "label": label or preds.label, "kind": "baseline", "baseline": name, "model": None, "dataset": identity,
-        "prompt_templates_sha256": prompt_hash, "limit": limit, "counts": _count(rows),
-        "signature": f"histbench-chronoculture|baseline:{name}|data:{identity.get('data_sha256', '')[:12]}",
+        "prompt_templates_sha256": prompt_hash, "sample": sample, "counts": _count(rows), "signature": signature,
     }
     write_run(out, rows, info)
     return info
 
 
-def _messages(rows, column: str) -> dict[str, list[dict]]:
-    return {r["pair_id"]: r[column] for r in rows}
+def _prompt_jobs(built, bench: Benchmark, rows: np.ndarray, templates, modal: bool) -> tuple[list, dict]:
+    """(pair_id, period, messages) for the undated, dated and (with `modal`) single-answer prompts of
+    the benchmark rows `rows`, and the option letters of the modal pairs.
+
+    templates None: the build's own messages; otherwise rendered from the templates with the
+    build's country, question, options and years (the builder renders the same way, so the
+    shipped prompts.yaml gives exactly the build's messages).
+    """
+    wanted = {bench.pair_id[i] for i in rows}
+    letters: dict[str, list[str]] = {}
+    modal_jobs: list[tuple[str, str, list[dict]]] = []
+    if modal:
+        if "mcq" not in built.configs:
+            raise EvalError("this build has no mcq config (modal-answer prompts)", file=built.path)
+        if templates is not None and not templates.has("mcq"):
+            raise UsageError(f"--modal with --prompts needs an 'mcq' section in {templates.path}", field="--prompts")
+        for r in built.load("mcq", "test").select_columns(["pair_id", "option_letters", "messages_old", "messages_new"]).to_list():
+            if r["pair_id"] in wanted:
+                letters[r["pair_id"]] = r["option_letters"]
+                modal_jobs += [(r["pair_id"], "mcq_old", r["messages_old"]), (r["pair_id"], "mcq_new", r["messages_new"])]
+    if templates is not None:
+        index = bench.index()
+        jobs = []
+        for i in rows:
+            args = (str(bench.country[i]), str(bench.question_text[i]), list(bench.options[i]))
+            jobs.append((bench.pair_id[i], "undated", templates.distribution(*args, None)))
+        for i in rows:
+            args = (str(bench.country[i]), str(bench.question_text[i]), list(bench.options[i]))
+            jobs.append((bench.pair_id[i], "old", templates.distribution(*args, int(bench.year_old[i]))))
+            jobs.append((bench.pair_id[i], "new", templates.distribution(*args, int(bench.year_new[i]))))
+        rendered = []
+        for pair_id, period, _ in modal_jobs:
+            i = index[pair_id]
+            year = int(bench.year_old[i] if period == "mcq_old" else bench.year_new[i])
+            rendered.append((pair_id, period, templates.mcq(str(bench.country[i]), str(bench.question_text[i]),
+                                                            list(bench.options[i]), year)))
+        return jobs + rendered, letters
+    index = bench.index()
+    undated_rows = [r for r in built.load("undated", "test").select_columns(["pair_id", "messages"]).to_list() if r["pair_id"] in wanted]
+    item_rows = [r for r in built.load("items", "test").select_columns(["pair_id", "period", "messages"]).to_list()
+                 if r["pair_id"] in wanted]
+    jobs = [(r["pair_id"], "undated", r["messages"]) for r in sorted(undated_rows, key=lambda r: index[r["pair_id"]])]
+    dated = sorted(item_rows, key=lambda r: (index[r["pair_id"]], r["period"] != "old"))
+    jobs += [(r["pair_id"], r["period"], r["messages"]) for r in dated]
+    per_pair = Counter(j[0] for j in jobs)
+    missing = [bench.pair_id[i] for i in rows if per_pair[bench.pair_id[i]] != 3]
+    if missing:
+        raise EvalError(f"{len(missing)} pair(s) lack an undated prompt or one of their two dated prompts, e.g. {missing[0]!r}",
+                        file=built.path)
+    return jobs + modal_jobs, letters
 
 
-def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None = None, limit: int | None = None,
-              modal: bool = False, decoding: dict | None = None) -> dict:
-    """Ask `backend` every prompt (through a RunStore in `out`), parse, write the run files."""
+def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None = None, pairs: np.ndarray | None = None,
+              sample: dict | None = None, modal: bool = False, decoding: dict | None = None,
+              prompts: Path | None = None) -> dict:
+    """Ask `backend` every prompt of the rows `pairs` (default: all; through a RunStore in `out`),
+    parse, write the run files. prompts: a template file to render the prompts from (F.3)."""
+    from histbench.builders.chronoculture.prompts import PromptTemplates
     from histbench.eval.backends import GenerateRequest
     from histbench.eval.runstore import RunStore
     from histbench.eval.signature import make_signature
@@ -148,45 +254,31 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
     decoding = {**DECODING, **(decoding or {})}
     if "generate" not in backend.supports:
         raise EvalError(f"model {backend.spec!r} cannot generate text; ChronoCulture needs chat generation", field="--model")
-    pair_ids = list(bench.pair_id[: limit] if limit else bench.pair_id)
-    wanted = set(pair_ids)
+    rows = np.arange(bench.n) if pairs is None else np.asarray(pairs, dtype=int)
+    templates = None
+    if prompts is not None:
+        templates = PromptTemplates.load(Path(prompts), sections=("distribution", "mcq") if modal else ("distribution",))
+    jobs, letters = _prompt_jobs(built, bench, rows, templates, modal)
     index = bench.index()
-    undated_rows = [r for r in built.load("undated", "test").select_columns(["pair_id", "messages"]).to_list() if r["pair_id"] in wanted]
-    item_rows = [r for r in built.load("items", "test").select_columns(["pair_id", "period", "messages"]).to_list()
-                 if r["pair_id"] in wanted]
-    jobs: list[tuple[str, str, list[dict]]] = [(r["pair_id"], "undated", r["messages"]) for r in undated_rows]
-    dated = sorted(item_rows, key=lambda r: (index[r["pair_id"]], r["period"] != "old"))
-    jobs += [(r["pair_id"], r["period"], r["messages"]) for r in dated]
-    per_pair = Counter(j[0] for j in jobs)
-    missing = [p for p in pair_ids if per_pair[p] != 3]
-    if missing:
-        raise EvalError(f"{len(missing)} pair(s) lack an undated prompt or one of their two dated prompts, e.g. {missing[0]!r}",
-                        file=built.path)
-    modal_jobs: list[tuple[str, str, list[dict]]] = []
-    letters = {}
-    if modal:
-        if "mcq" not in built.configs:
-            raise EvalError("this build has no mcq config (modal-answer prompts)", file=built.path)
-        for r in built.load("mcq", "test").select_columns(["pair_id", "option_letters", "messages_old", "messages_new"]).to_list():
-            if r["pair_id"] in wanted:
-                letters[r["pair_id"]] = r["option_letters"]
-                modal_jobs += [(r["pair_id"], "mcq_old", r["messages_old"]), (r["pair_id"], "mcq_new", r["messages_new"])]
 
     def request(messages):
         return GenerateRequest(messages=messages, max_new_tokens=decoding["max_new_tokens"], temperature=decoding["temperature"],
                                top_p=decoding["top_p"], seed=decoding.get("seed"))
 
-    identity, prompt_hash = _dataset_info(built)
-    options = {"benchmark": "chronoculture", "limit": limit, "modal": modal, "decoding": decoding}
+    identity, build_prompt_hash = _dataset_info(built)
+    prompt_hash = templates.sha256 if templates is not None else build_prompt_hash
+    prompt_info = ({"source": "file", "path": str(prompts), "sha256": templates.sha256} if templates is not None
+                   else {"source": "build", "sha256": build_prompt_hash})
+    options = {"benchmark": "chronoculture", "sample": sample, "modal": modal, "decoding": decoding, "prompts": prompt_info}
     store = RunStore.open(out, backend=backend, dataset=built, options=options)
     records = []
     for desc, group in (("undated prompts", [j for j in jobs if j[1] == "undated"]),
-                        ("dated prompts", [j for j in jobs if j[1] != "undated"]),
-                        ("modal-answer prompts", modal_jobs)):
+                        ("dated prompts", [j for j in jobs if j[1] in ("old", "new")]),
+                        ("modal-answer prompts", [j for j in jobs if j[1].startswith("mcq")])):
         if group:
             log(f"[chronoculture] {len(group):,} {desc} to {backend.spec}")
             records += list(zip(group, store.run([request(j[2]) for j in group], desc=desc), strict=True))
-    rows = []
+    out_rows = []
     for (pair_id, period, _), record in records:
         i = index[pair_id]
         row = {"pair_id": pair_id, "period": period}
@@ -200,26 +292,30 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
             parsed = parse_distribution(record.text, bench.options[i])
             row.update({"probabilities": list(parsed.probabilities) if parsed.ok else None,
                         "route": parsed.route, "error": parsed.error})
-        rows.append(row)
+        out_rows.append(row)
     backend_identity = backend.identity()
+    extra = {"sample": sample_tag(sample)} if sample else {}
     signature = make_signature(dataset=identity, backend=backend_identity,
                                decoding={k: decoding[k] for k in ("temperature", "top_p", "max_new_tokens")},
-                               prompt_template_hash=prompt_hash)
+                               prompt_template_hash=prompt_hash, **extra)
     info = {
-        "label": label or default_label(backend_identity, backend.spec), "kind": "model", "model": backend.spec,
-        "backend": backend_identity, "dataset": identity, "prompt_templates_sha256": prompt_hash,
-        "decoding": decoding, "limit": limit, "modal": modal, "signature": signature.text,
-        "signature_fields": signature.data, "counts": _count(rows),
+        "label": label or default_label(backend_identity, backend.spec, prompts), "kind": "model", "model": backend.spec,
+        "backend": backend_identity, "dataset": identity, "prompt_templates_sha256": prompt_hash, "prompts": prompt_info,
+        "decoding": decoding, "sample": sample, "modal": modal, "signature": signature.text,
+        "signature_fields": signature.data, "counts": _count(out_rows),
     }
-    write_run(out, rows, info)
+    write_run(out, out_rows, info)
     return info
 
 
-def default_label(identity: dict, spec: str) -> str:
+def default_label(identity: dict, spec: str, prompts: Path | None = None) -> str:
     """A short run label: the model name without its organisation or folder
-    ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct')."""
+    ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct'), and with `--prompts`
+    the prompt file's name ('Llama-3.3-70B-Instruct [prompts_f3_hundred_adults]'), so that
+    the report does not take it for a repeated run of the original prompts."""
     model = str(identity.get("model") or spec).rstrip("/")
-    return model.rsplit("/", 1)[-1] or spec
+    label = model.rsplit("/", 1)[-1] or spec
+    return f"{label} [{Path(prompts).stem}]" if prompts is not None else label
 
 
 def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) -> None:
@@ -229,7 +325,7 @@ def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) ->
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(entry["reasons"].items())) or "none"
         print(f"{period:>8}: {entry['valid']:,}/{entry['prompts']:,} valid; invalid by reason: {reasons}")
     preds = predictions_from_rows(bench, rows, info["label"], info["kind"])
-    retention = 1.0 if info["kind"] == "baseline" else 0.75
+    retention = analysis_retention(info["kind"], info)
     a = analyse(bench, preds, retention=retention, resamples=0, parts=("rf1",), sets=("default",))
     def share(c):
         value = a.cell(f"rf1.default.tau0.10.{c}.both").estimate
@@ -245,8 +341,8 @@ def run_eval(args: argparse.Namespace) -> None:
 
     if bool(args.model) == bool(args.baseline):
         raise UsageError("give exactly one of --model SPEC or --baseline NAME", field="--model")
-    if args.limit is not None and args.limit < 1:
-        raise UsageError("--limit must be at least 1", field="--limit")
+    if args.prompts is not None and args.baseline:
+        raise UsageError("--prompts is for model runs (a baseline answers no prompt)", field="--prompts")
     built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="chronoculture")
     bench = load_benchmark(built)
     if args.out is None:
@@ -256,8 +352,9 @@ def run_eval(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError("--out must be a folder", file=out, field="--out")
+    pairs, sample = choose_pairs(bench, args.sample, args.stratify, args.sample_seed, args.limit)
     if args.baseline:
-        info = run_baseline(built, bench, args.baseline, out, args.label, args.limit)
+        info = run_baseline(built, bench, args.baseline, out, args.label, pairs, sample)
     else:
         from histbench.eval.backends import backend_from_args
 
@@ -265,8 +362,8 @@ def run_eval(args: argparse.Namespace) -> None:
         decoding = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,
                     "seed": args.seed}
         try:
-            info = run_model(built, bench, backend, out, label=args.label, limit=args.limit, modal=args.modal,
-                             decoding=decoding)
+            info = run_model(built, bench, backend, out, label=args.label, pairs=pairs, sample=sample, modal=args.modal,
+                             decoding=decoding, prompts=args.prompts)
         finally:
             backend.close()
     from .data import read_run

@@ -190,3 +190,13 @@ def make_build():
         return write_synthetic_build(Path(root), make_records(n_pairs, seed))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def sample_build(tmp_path_factory):
+    """The bundled sample built by the real builder, as `make demo` builds it (once per session)."""
+    from histbench.builders.core.build import get_builder, run_build
+
+    builder = get_builder("chronoculture")
+    root = tmp_path_factory.mktemp("chronoculture-sample")
+    return run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=root)

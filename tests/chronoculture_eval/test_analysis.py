@@ -193,3 +193,88 @@ def test_bootstrap_interval_is_seeded(hand):
     key = "rf1.default.tau0.05.all.both"
     assert a1.cell(key) == a2.cell(key)
     assert a1.cell(key).low <= a1.cell(key).estimate <= a1.cell(key).high
+
+
+def test_default_period_uses_every_retained_combination_44(hand):
+    """4.4: every retained question x country combination -- also those whose dated answers are
+    invalid (they leave the analysed pairs, not the default-period table). B's dated answers are
+    broken: 2 pairs analysed, but the default period still counts A, B and C (it counted 2 before)."""
+    bench, preds = hand
+    preds.p_old[1] = np.nan
+    a = analyse(bench, preds, resamples=0)
+    assert a.counts["analysed"] == 2 and a.counts["retained"] == 3
+    assert a.counts["default_period_combinations"] == 3
+    assert a.cell("rf3.default_period.all.oldest").n == 3
+    assert a.cell("rf3.default_period.all.oldest").estimate == 1.0
+    # the benefit of naming a year needs dated answers: analysed pairs only
+    assert a.cell("rf3.benefit.old.all.mean").n == 2
+    # a retained combination without a valid undated answer cannot exist (K needs it); D is filtered out
+    assert a.cell("rf3.equal_choice.two.oldest").n == 3
+
+
+def test_default_period_intervals_resample_combinations_44(hand):
+    bench, preds = hand
+    preds.p_undated[2] = [0.5, 0.2, 0.3]   # C's undated = G_new -> newest; K = 0, still retained
+    a = analyse(bench, preds, resamples=400, seed=1)
+    newest = a.cell("rf3.default_period.all.newest")
+    assert newest.estimate == pytest.approx(1 / 3) and newest.n == 3
+    # resampling 3 combinations: no C in 29.6% of resamples, only C in 3.7% -> [0, 1]
+    assert (newest.low, newest.high) == (0.0, 1.0)
+
+
+def test_table7_retained_pairs_by_level_b2(hand):
+    """Table 7: the filter at 100/75/50/25% on one survey x 2-years group of 4: floor(4 p) kept,
+    K ties (A, B, C all 0) in dataset order: 4 (all), 3 (A B C), 2 (A B), 1 (A)."""
+    from histbench.eval.chronoculture.reporting import TABLE7_LEVELS, prepare, table7
+
+    bench, preds = hand
+    (entry,) = prepare(bench, [preds], resamples=0)
+    counts = entry.retained_by_level
+    assert tuple(counts) == TABLE7_LEVELS
+    assert counts[1.0] == {"stable": 1, "moderate": 1, "strong": 1, "very_strong": 1, "total": 4}
+    assert counts[0.75] == {"stable": 1, "moderate": 0, "strong": 1, "very_strong": 1, "total": 3}
+    assert counts[0.5] == {"stable": 1, "moderate": 0, "strong": 0, "very_strong": 1, "total": 2}
+    assert counts[0.25] == {"stable": 1, "moderate": 0, "strong": 0, "very_strong": 0, "total": 1}
+    assert "| hand | 25% | 1 | 0 | 0 | 0 | 1 |" in table7([entry])
+
+
+def test_retention_variants_have_intervals_f2(benchmark):
+    """F.2's 50% and 100% rows come with bootstrap intervals (every one was NaN before)."""
+    from histbench.eval.chronoculture.reporting import prepare
+
+    rng = np.random.default_rng(0)
+
+    options = np.arange(benchmark.width)[None, :] < benchmark.k[:, None]
+
+    def noisy(g):
+        p = np.where(options, np.clip(g + rng.normal(0, 0.05, g.shape), 0, None) + 1e-3, 0.0)
+        return p / p.sum(axis=1, keepdims=True)
+
+    preds = Predictions("noisy", "model", noisy(benchmark.g_old), noisy(benchmark.g_new),
+                        noisy((benchmark.g_old + benchmark.g_new) / 2))
+    (entry,) = prepare(benchmark, [preds], resamples=200, seed=0, references=False)
+    for level in (0.5, 1.0):
+        a = entry.retention_variants[level]
+        assert a.retention == level
+        for key in ("rf1.default.tau0.10.all.both", "rf2.default.strong.zero_shift", "rf3.benefit.old.all.mean",
+                    "rf3.default_period.all.newest", "stable.default.all.preserves"):
+            cell = a.cell(key)
+            assert np.isfinite(cell.low) and np.isfinite(cell.high) and cell.low <= cell.estimate <= cell.high, (level, key)
+    assert entry.retention_variants[1.0].counts["analysed"] > entry.retention_variants[0.5].counts["analysed"]
+
+
+def test_no_filter_at_100_percent_keeps_pairs_without_an_undated_answer_f2_f3(hand):
+    """At 100% nothing is filtered (F.2's 100% row; F.3's unfiltered sample): B, whose undated
+    answer is invalid, stays in RF1/RF2 and leaves only the RF3 cells, which need that answer. Below 100%, K cannot rank B: it is not retained."""
+    bench, preds = hand
+    preds.p_undated[1] = np.nan
+    full = analyse(bench, preds, retention=1.0, resamples=0)
+    assert full.counts["retained"] == 4 and full.counts["analysed"] == 4
+    assert full.counts["excluded_invalid_undated"] == 1
+    assert full.cell("rf1.default.tau0.10.very_strong.both").n == 1           # B is analysed
+    assert full.cell("rf2.default.very_strong.zero_shift").estimate == 0.0
+    assert full.cell("rf3.benefit.old.very_strong.mean").n == 0               # ... but not for naming a year
+    assert full.cell("rf3.benefit.new.all.helped").n == 3
+    assert full.counts["default_period_combinations"] == 3
+    filtered = analyse(bench, preds, retention=0.75, resamples=0)
+    assert not filtered.retained[1] and filtered.cell("rf1.default.tau0.10.very_strong.both").n == 0

@@ -1,6 +1,6 @@
 """ChronoCulture metric functions pinned on small inputs worked out by hand.
 
-Each test names the section of the paper (../shared/seeds/001_*.txt) it checks.
+Each test names the section of the ChronoCulture paper (Saha, Khurana, Huang and Huang) it checks.
 """
 
 from __future__ import annotations

@@ -111,3 +111,93 @@ def test_parse_choice_forms_a5():
     assert parse_choice("(3)", OPTIONS, keys=["1", "2", "3", "4"]).index == 2
     assert not parse_choice("Agree or Disagree", OPTIONS).ok
     assert not parse_choice("", OPTIONS).ok
+
+
+# --- decimal commas (B.1 converts values to floating-point numbers) -----------------------
+
+def test_decimal_comma_in_a_quoted_json_value_b1():
+    """'40,5' is 40.5 (it was read as 405, which gave Strongly agree 87% instead of 40.5%)."""
+    r = parse_distribution('{"Strongly agree": "40,5", "Agree": "9,5", "Disagree": 30, "Strongly disagree": 20}', OPTIONS)
+    assert probs(r) == pytest.approx([0.405, 0.095, 0.30, 0.20]) and r.route == "json"
+
+
+def test_unquoted_decimal_comma_is_read_by_the_fallback_b1():
+    """An unquoted 40,5 makes the object invalid JSON; the regular expression reads 40.5."""
+    r = parse_distribution('{"Strongly agree": 40,5, "Agree": 9,5, "Disagree": 30, "Strongly disagree": 20}', OPTIONS)
+    assert probs(r) == pytest.approx([0.405, 0.095, 0.30, 0.20]) and r.route == "regex"
+
+
+def test_percent_number_separators():
+    from histbench.eval.chronoculture.parsing import percent_number
+
+    assert percent_number("40,5") == 40.5
+    assert percent_number(" 12,25 %") == 12.25
+    assert percent_number("1.234,5") == 1234.5 and percent_number("1,234.5") == 1234.5
+    assert percent_number("\u22125") == -5.0 and percent_number("45%") == 45.0
+    assert percent_number("many") is None and percent_number("4O") is None and percent_number(True) is None
+
+
+# --- bare scale points on 10-point questions ------------------------------------------------
+
+TEN = ["1 (never justifiable)", *[str(i) for i in range(2, 10)], "10 (always justifiable)"]
+
+
+def test_bare_scale_point_keys_on_a_ten_point_question_b1():
+    """Keys "1" ... "10" name the options of a 1-10 scale whose end labels carry words
+    (they were "missing", so every such answer was invalid)."""
+    import json
+
+    text = json.dumps({str(i): 2 * i for i in range(1, 11)})
+    r = parse_distribution(text, TEN)
+    assert probs(r) == pytest.approx([2 * i / 110 for i in range(1, 11)]) and r.route == "json"
+    # the full end labels, or the number with the label's words, work too; "10" is not read as "1"
+    mixed = {"1 = never justifiable": 10, **{str(i): 10 for i in range(2, 10)}, "10 (Always justifiable)": 10}
+    assert probs(parse_distribution(json.dumps(mixed), TEN)) == pytest.approx([0.1] * 10)
+    clash = {"1": 5, "1 (never justifiable)": 5, **{str(i): 10 for i in range(2, 11)}}
+    r = parse_distribution(json.dumps(clash), TEN)
+    assert not r.ok and "twice" in r.error
+    wrong_words = {"1 (always)": 10, **{str(i): 10 for i in range(2, 11)}}
+    r = parse_distribution(json.dumps(wrong_words), TEN)
+    assert not r.ok and "'1 (never justifiable)' is missing" in r.error
+
+
+def test_bare_scale_points_in_the_regex_fallback_b1():
+    text = "Estimates: " + ", ".join(f"{i}: {i}%" for i in range(1, 11))
+    r = parse_distribution(text, TEN)
+    assert probs(r) == pytest.approx([i / 55 for i in range(1, 11)]) and r.route == "regex"
+
+
+def test_numbers_never_name_labelled_options():
+    """A bare "1" is not the first of labelled options (a position? a code?): still invalid."""
+    r = parse_distribution('{"1": 10, "2": 40, "3": 30, "4": 20}', OPTIONS)
+    assert not r.ok and "missing" in r.error
+
+
+# --- modal answers written as a sentence (A.5) -----------------------------------------------
+
+LETTERS = ["A", "B", "C", "D"]
+
+
+@pytest.mark.parametrize(("text", "index"), [
+    ("The answer is B.", 1),
+    ("The answer is: D", 3),
+    ("I would choose option C because most people disagree.", 2),
+    ("B. Agree", 1),
+    ('{"answer": "B. Agree"}', 1),
+    ('{"answer": "The answer is C."}', 2),
+    ("**A**", 0),
+    ("C) Disagree, since attitudes changed.", 2),
+    ("The most common answer was Strongly disagree.", 3),
+])
+def test_modal_answer_sentences_a5(text, index):
+    r = parse_choice(text, OPTIONS, LETTERS)
+    assert r.ok and r.index == index, (text, r)
+
+
+def test_modal_answer_sentences_that_stay_invalid_a5():
+    # a lower-case letter is not a key (the article "a"), and two options named is no answer
+    assert not parse_choice("the answer is b", OPTIONS, LETTERS).ok
+    assert parse_choice("The answer is A or B.", OPTIONS, LETTERS).error == "the answer names more than one option"
+    assert not parse_choice("I cannot tell.", OPTIONS, LETTERS).ok
+    # a key with another option's label names two options
+    assert parse_choice("B. Disagree", OPTIONS, LETTERS).error == "the answer names more than one option"

