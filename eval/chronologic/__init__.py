@@ -122,6 +122,9 @@ class ChronologicEvaluator(BenchmarkEvaluator):
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
+        from .likelihood import add_published_argument
+
+        add_published_argument(parser)
 
     def run_report(self, args: argparse.Namespace) -> None:
         from .report import run_report

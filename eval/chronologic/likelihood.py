@@ -1,9 +1,11 @@
 """`--mode likelihood`: per-token likelihood scoring of Chronologic-EN (paper 5.1, Table 3).
 
-Every answer option is scored as the continuation of one prompt per question (metadata
-frame + main question + a fixed answer cue, sources/chronologic/likelihood_prompt.yaml)
-through the evaluator engine's loglikelihood requests and run store (answers are saved
-and never asked twice; an interrupted run resumes). Metrics: see `metrics.py`.
+Every answer option is scored as the continuation of one prompt per question (the
+authors' own: metadata frame, the abstention reminder for the questions that get it,
+`QUESTION:` and `ANSWER:` lines; sources/chronologic/likelihood_prompt.yaml) through the
+evaluator engine's loglikelihood requests and run store (answers are saved as they
+arrive and never asked twice; an interrupted run resumes). Metrics, computed as the
+authors' code computes them: see `metrics.py`.
 
 A run folder gets, besides the engine's records.jsonl and run.json:
 
@@ -14,7 +16,8 @@ A run folder gets, besides the engine's records.jsonl and run.json:
                      choices and per-question metrics (the ledger)
 
 `--baseline random` writes the same files for the random-choice baseline (every option
-equally likely) without a model.
+equally likely) without a model. `--published-table3 [FILE]` prints the authors'
+published Table 3 rows beside the run (published.py).
 """
 
 from __future__ import annotations
@@ -43,6 +46,22 @@ def add_arguments(group) -> None:
                        help="another likelihood prompt template (default: sources/chronologic/likelihood_prompt.yaml)")
     group.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                        help="bootstrap resamples over questions for the 95%% intervals (default: 1000)")
+    add_published_argument(group)
+
+
+def add_published_argument(group) -> None:
+    group.add_argument("--published-table3", nargs="?", const=True, default=None, metavar="FILE",
+                       help="show the authors' published Table 3 rows beside the runs: the bundled copy of their "
+                            "leaderboard, or their leaderboard.md / leaderboard.csv at FILE")
+
+
+def published_from_args(args):
+    from .published import load_published_table3
+
+    value = getattr(args, "published_table3", None)
+    if value is None:
+        return None
+    return load_published_table3(None if value is True else value)
 
 
 def _slug(text: str) -> str:
@@ -105,7 +124,8 @@ def _write_json_atomic(path: Path, data) -> None:
 
 
 def table3_row(metrics: dict) -> dict:
-    """The Table 3 cells: Brier overall and accuracy (%) per group."""
+    """The Table 3 cells: the authors' Brier overall and accuracy (%) per group; quote
+    `median` [`low`, `high`], as their leaderboard does."""
     row = {"brier": metrics["brier"]["overall"]}
     for group in ("cloze", "generation", "knowledge"):
         cell = metrics["acc"].get(f"group:{group}")
@@ -170,11 +190,12 @@ def evaluate(
         "signature": signature.to_dict(),
         "dataset": built.identity(),
         "model": model_identity,
-        "prompt_template": {"path": template.path, "sha256": template.sha256,
-                            "context": template.context, "continuation": template.continuation},
+        "prompt_template": {"path": template.path, "sha256": template.sha256, "text": template.text},
         "options": {**run_options, "bootstrap_resamples": n_resamples, "interval": "percentile bootstrap 95% over questions"},
         "frame_permutation": None if permutation is None else permutation.to_json(),
-        "counts": {"questions": len(scores), "options": sum(s.n_options for s in scores), **counts},
+        "counts": {"questions": len(scores), "options": sum(s.n_options for s in scores),
+                   "questions_with_tied_top_options": sum(s.tied > 1 for s in scores),
+                   "questions_with_reminder": sum(template.gets_reminder(q) for q in scored_questions), **counts},
         "definitions": METRIC_DEFINITIONS,
         "metrics": metrics,
         "table3": table3_row(metrics),
@@ -209,14 +230,14 @@ def run(args: argparse.Namespace) -> None:
     finally:
         if backend is not None:
             backend.close()
-    print(likelihood_markdown([results]))
+    print(likelihood_markdown([results], published_from_args(args)))
     log(f"results: {Path(args.out) if args.out else default_run_dir(args.baseline or backend.spec, args.permute_frames)}")
 
 
 def report(runs: list[tuple[Path, dict]], args) -> ReportSection:  # noqa: F821
     from .report import likelihood_section
 
-    return likelihood_section([results for _, results in runs])
+    return likelihood_section([results for _, results in runs], published_from_args(args))
 
 
 MODES = [
