@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,27 +230,31 @@ class PrefixSharedScorer:
         window = getattr(model.config, "sliding_window", None)
         self.sliding_window = window if isinstance(window, int) and window > 0 else None
 
-    def score(self, encoded: Sequence[Encoded], progress_cb=None) -> list[tuple[float, bool]]:
+    def score(self, encoded: Sequence[Encoded]) -> list[tuple[float, bool]]:
         """(logprob, is_greedy) per encoded pair, in order."""
+        results: list[tuple[float, bool] | None] = [None] * len(encoded)
+        for indices, values in self.iter_chunks(encoded):
+            for i, value in zip(indices, values, strict=True):
+                results[i] = value
+        return results  # type: ignore[return-value]
+
+    def iter_chunks(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[int], list[tuple[float, bool]]]]:
+        """(indices, values) for each batch of `batch_size` distinct contexts (longest first)
+        as soon as it is scored; every continuation of a context is in its context's batch."""
         groups: dict[tuple[int, ...], list[int]] = {}
         for n, item in enumerate(encoded):
             groups.setdefault(item.context, []).append(n)
         ordered = sorted(groups.items(), key=lambda kv: -len(kv[0]))
-        results: list[tuple[float, bool] | None] = [None] * len(encoded)
         for start in range(0, len(ordered), self.batch_size):
             chunk = ordered[start : start + self.batch_size]
             longest = max(len(ctx) + max(len(encoded[i].continuation) for i in idx) for ctx, idx in chunk)
             if self.sliding_window is not None and longest > self.sliding_window:
                 # Padded rows and a window that drops old keys do not mix: score these plainly.
                 flat = [i for _, idx in chunk for i in idx]
-                for i, value in zip(flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size), strict=True):
-                    results[i] = value
+                yield flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size)
             else:
-                for i, value in self._score_chunk(chunk, encoded):
-                    results[i] = value
-            if progress_cb is not None:
-                progress_cb(sum(len(idx) for _, idx in chunk))
-        return results  # type: ignore[return-value]
+                pairs = self._score_chunk(chunk, encoded)
+                yield [i for i, _ in pairs], [value for _, value in pairs]
 
     def _score_chunk(self, chunk, encoded):
         import torch
@@ -338,11 +342,19 @@ class PrefixSharedScorer:
 def score_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) -> list[tuple[float, bool]]:
     """The full-sequence computation (what lm-evaluation-harness does): each pair's
     context + continuation[:-1] in one right-padded batch row."""
+    results: list[tuple[float, bool] | None] = [None] * len(encoded)
+    for indices, values in iter_naive(model, encoded, batch_size=batch_size):
+        for i, value in zip(indices, values, strict=True):
+            results[i] = value
+    return results  # type: ignore[return-value]
+
+
+def iter_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) -> Iterator[tuple[list[int], list]]:
+    """score_naive, one batch of `batch_size` pairs (longest first) at a time."""
     import torch
 
     device = next(model.parameters()).device
     order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i].context) + len(encoded[i].continuation)))
-    results: list[tuple[float, bool] | None] = [None] * len(encoded)
     for start in range(0, len(order), max(1, batch_size)):
         batch = order[start : start + batch_size]
         width = max(len(encoded[i].context) + len(encoded[i].continuation) - 1 for i in batch)
@@ -361,13 +373,26 @@ def score_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) 
             ctx_len, cont = len(encoded[i].context), encoded[i].continuation
             picked[r, : len(cont)] = logits[r, ctx_len - 1 : ctx_len - 1 + len(cont)]
             targets[r, : len(cont)] = torch.tensor(cont)
-        scored = _score_rows(picked, targets.to(logits.device), [len(encoded[i].continuation) for i in batch])
-        for i, value in zip(batch, scored, strict=True):
-            results[i] = value
-    return results  # type: ignore[return-value]
+        yield batch, _score_rows(picked, targets.to(logits.device), [len(encoded[i].continuation) for i in batch])
 
 
 def loglikelihood(
+    model: Any,
+    tokenizer: Any,
+    requests: Sequence[LoglikelihoodRequest],
+    **options: Any,
+) -> list[LoglikelihoodResult]:
+    """Score (context, continuation) requests on a transformers causal LM; the results in
+    request order (options: those of iter_loglikelihood)."""
+    requests = list(requests)
+    out: list[LoglikelihoodResult | None] = [None] * len(requests)
+    for indices, results in iter_loglikelihood(model, tokenizer, requests, **options):
+        for i, result in zip(indices, results, strict=True):
+            out[i] = result
+    return out  # type: ignore[return-value]
+
+
+def iter_loglikelihood(
     model: Any,
     tokenizer: Any,
     requests: Sequence[LoglikelihoodRequest],
@@ -377,29 +402,30 @@ def loglikelihood(
     max_length: int | None = None,
     add_bos_token: bool | None = None,
     token_budget: int = 2048,
-    progress_cb=None,
-) -> list[LoglikelihoodResult]:
-    """Score (context, continuation) requests on a transformers causal LM.
-
-    method "prefix" (default) shares each context's computation among its continuations;
-    "naive" runs every pair in full, as lm-evaluation-harness does.
-    """
+) -> Iterator[tuple[list[int], list[LoglikelihoodResult]]]:
+    """Score requests and yield (request indices, results) as each batch completes (a
+    batch of `batch_size` distinct contexts with all their continuations for method
+    "prefix", which shares each context's computation among its continuations; a batch
+    of `batch_size` pairs for "naive", which runs every pair in full, as
+    lm-evaluation-harness does). A caller that stores every batch it receives loses at
+    most the batch in flight."""
     if method not in METHODS:
         raise EvalError(f"unknown likelihood method {method!r} (known: {', '.join(METHODS)})", field="loglikelihood_method")
     requests = list(requests)
     if not requests:
-        return []
+        return
     window = max_length or model_max_length(model, tokenizer)
     encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token)
     if method == "prefix":
-        scores = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).score(encoded, progress_cb)
+        chunks = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).iter_chunks(encoded)
     else:
-        scores = score_naive(model, encoded, batch_size=batch_size)
-        if progress_cb is not None:
-            progress_cb(len(encoded))
-    out = []
-    for item, (logprob, greedy) in zip(encoded, scores, strict=True):
-        if not math.isfinite(logprob):
-            raise EvalError(f"non-finite log-likelihood ({logprob}); is the model's dtype too narrow?")
-        out.append(LoglikelihoodResult(logprob=logprob, n_tokens=len(item.continuation), is_greedy=greedy, truncated=item.truncated))
-    return out
+        chunks = iter_naive(model, encoded, batch_size=batch_size)
+    for indices, values in chunks:
+        results = []
+        for i, (logprob, greedy) in zip(indices, values, strict=True):
+            if not math.isfinite(logprob):
+                raise EvalError(f"non-finite log-likelihood ({logprob}); is the model's dtype too narrow?")
+            item = encoded[i]
+            results.append(LoglikelihoodResult(logprob=logprob, n_tokens=len(item.continuation), is_greedy=greedy,
+                                               truncated=item.truncated))
+        yield list(indices), results

@@ -1,5 +1,7 @@
-"""Progress bars for long loops (tqdm on stderr; silent when stderr is not a terminal
-unless HISTBENCH_PROGRESS=1)."""
+"""Progress for long loops, on stderr: a tqdm bar on a terminal; when stderr is not a
+terminal (a log file, a batch job), one plain line every LOG_EVERY_S seconds with the
+count, rate and time left, and a last line at the end (a loop that ends sooner prints
+nothing). HISTBENCH_PROGRESS=1 forces the bar, HISTBENCH_PROGRESS=0 silences both."""
 
 from __future__ import annotations
 
@@ -7,14 +9,60 @@ import os
 import sys
 
 from tqdm.auto import tqdm
+from tqdm.std import tqdm as std_tqdm
+
+#: seconds between two progress lines when stderr is not a terminal
+LOG_EVERY_S = 30.0
+
+
+class LogLines(std_tqdm):
+    """A tqdm whose display is a full line every `interval` seconds instead of a redrawn
+    bar; its first line comes after `interval` seconds, and close() writes a last line only
+    if one was written before (and the count moved since)."""
+
+    def __init__(self, *args, interval: float | None = None, **kwargs) -> None:
+        interval = LOG_EVERY_S if interval is None else interval
+        self._lines = 0
+        self._last_n = None
+        total = kwargs.get("total")
+        if total is None and args and hasattr(args[0], "__len__"):
+            total = len(args[0])
+        unit = kwargs.get("unit", "it")
+        kwargs["bar_format"] = (
+            "{desc}: {n_fmt}/{total_fmt} " + unit + " ({percentage:.0f}%), {rate_fmt}, {elapsed} elapsed, "
+            "about {remaining} left" if total else "{desc}: {n_fmt} " + unit + ", {rate_fmt}, {elapsed} elapsed"
+        )
+        kwargs.update(mininterval=interval, maxinterval=max(interval, 10.0), delay=interval, dynamic_ncols=False)
+        super().__init__(*args, **kwargs)
+
+    def display(self, msg=None, pos=None) -> bool:
+        if msg == "":  # tqdm clearing its line: nothing to clear
+            return True
+        self.fp.write((self.__str__() if msg is None else msg) + "\n")
+        self.fp.flush()
+        self._lines += 1
+        self._last_n = self.n
+        return True
+
+    def close(self) -> None:
+        if getattr(self, "disable", True):
+            return
+        last = self.__str__() if self._lines and self.n != self._last_n else None
+        self.disable = True
+        self._decr_instances(self)
+        if last is not None:
+            self.fp.write(last + "\n")
+            self.fp.flush()
 
 
 def progress(iterable=None, *, desc: str = "", total: int | None = None, disable: bool | None = None, **kwargs):
-    """Wrap an iterable (or create a manual bar) with a tqdm progress bar on stderr."""
-    if disable is None:
-        forced = os.environ.get("HISTBENCH_PROGRESS")
-        disable = False if forced == "1" else (True if forced == "0" else not sys.stderr.isatty())
-    return tqdm(iterable, desc=desc, total=total, disable=disable, file=sys.stderr, dynamic_ncols=True, **kwargs)
+    """Wrap an iterable (or create a manual bar) with progress on stderr (see the module)."""
+    forced = os.environ.get("HISTBENCH_PROGRESS")
+    if disable is None and forced == "0":
+        disable = True
+    if disable is None and forced != "1" and not sys.stderr.isatty():
+        return LogLines(iterable, desc=desc or "progress", total=total, file=sys.stderr, **kwargs)
+    return tqdm(iterable, desc=desc, total=total, disable=bool(disable), file=sys.stderr, dynamic_ncols=True, **kwargs)
 
 
 def log(message: str) -> None:

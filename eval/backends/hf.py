@@ -35,7 +35,8 @@ from .base import (
 
 CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", True: "always", False: "never"}
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-#: loglikelihood requests scored (and saved) per step; contexts are never split across steps.
+#: loglikelihood requests tokenised and scheduled per step (contexts are never split across
+#: steps); results are yielded, and saved, batch by batch within a step.
 LOGLIKELIHOOD_STEP = 256
 
 
@@ -354,7 +355,10 @@ class HFBackend(Backend):
     # -- loglikelihood ------------------------------------------------------------------------
 
     def _loglikelihood_batch(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]) -> Iterator:
-        from histbench.eval.likelihood import loglikelihood
+        """Requests are tokenised and scheduled LOGLIKELIHOOD_STEP at a time (whole
+        contexts), and every scored batch of contexts is yielded at once, so the run store
+        saves each question as it completes."""
+        from histbench.eval.likelihood import iter_loglikelihood
 
         by_context: dict[str, list[int]] = {}
         for n, request in enumerate(requests):
@@ -364,7 +368,7 @@ class HFBackend(Backend):
         for g, members in enumerate(groups):
             step += members
             if len(step) >= LOGLIKELIHOOD_STEP or g == len(groups) - 1:
-                results = loglikelihood(
+                for positions, results in iter_loglikelihood(
                     self.model,
                     self.tokenizer,
                     [requests[n] for n in step],
@@ -373,8 +377,8 @@ class HFBackend(Backend):
                     max_length=self.options["max_length"],
                     add_bos_token=self.options["add_bos_token"],
                     token_budget=int(self.options["token_budget"]),
-                )
-                yield [indices[n] for n in step], results
+                ):
+                    yield [indices[step[k]] for k in positions], results
                 step = []
 
     # -- fill_mask -------------------------------------------------------------------------------
