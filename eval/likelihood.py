@@ -26,6 +26,15 @@ Tokenisation is the harness's, so that numbers are comparable:
 - the window is the model config's n_positions / max_position_embeddings / n_ctx, else the
   tokenizer's model_max_length, else 2048 (also the harness's order), unless given.
 
+`boundary="context-length"` is the other convention, that of the Chronologic authors'
+evaluation code (benchmark_evaluation.py, _score_answer_ll_hf): the context is encoded as
+it is (its trailing whitespace stays), the continuation's tokens are those of
+context+continuation after as many tokens as the context alone has, and the model reads
+the tokens before them. When the context ends in a space that the continuation's first
+word absorbs (BPE and SentencePiece tokenizers), that first token is then read as context
+and not scored; a continuation left with no token scores 0.0 over 0 tokens (their
+sentinel). Never the default: it is there to reproduce their published numbers.
+
 Computation (method "prefix"): for each batch of distinct contexts, run all but the last
 context token once (right-padded batch, cache kept); then for each continuation run
 [last context token] + continuation[:-1] on top of its context's cached state (rows
@@ -51,6 +60,7 @@ from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
 DEFAULT_MAX_LENGTH = 2048
 _HUGE_TOKENIZER_LENGTH = 10**17
 METHODS = ("prefix", "naive")
+BOUNDARIES = ("harness", "context-length")
 #: most padding a continuation row may carry in a shared pass (share of the pass's width)
 PAD_SHARE = 0.2
 
@@ -98,9 +108,14 @@ def encode_requests(
     max_length: int,
     add_bos_token: bool | None = None,
     prefix_id: int | None = None,
+    boundary: str = "harness",
 ) -> list[Encoded]:
-    """Tokenise (context, continuation) pairs with the harness convention and cut each
-    from the left to max_length + 1 tokens."""
+    """Tokenise (context, continuation) pairs with the harness convention (or the
+    "context-length" one, see the module) and cut each from the left to max_length + 1
+    tokens."""
+    if boundary not in BOUNDARIES:
+        raise EvalError(f"unknown boundary {boundary!r} (known: {', '.join(BOUNDARIES)})", field="boundary")
+    keep_spaces = boundary == "context-length"
     prefix_id = prefix_token_id(tokenizer) if prefix_id is None else prefix_id
     bos_text = tokenizer.decode([prefix_id])
     contexts: list[str] = []
@@ -114,7 +129,7 @@ def encode_requests(
             alone.append(continuation)
             continue
         spaces = len(context) - len(context.rstrip())
-        if spaces:
+        if spaces and not keep_spaces:
             continuation = context[-spaces:] + continuation
             context = context[:-spaces]
         if context == "":  # a whitespace-only context: nothing but the prefix token
@@ -151,7 +166,13 @@ def encode_requests(
             ctx, cont = ([prefix_id], cont) if not cont or cont[0] != prefix_id else (cont[:1], cont[1:])
         else:
             ctx = context_ids[contexts[i]]
-            cont = whole_ids[i][len(ctx):]
+            if keep_spaces:  # the model reads whatever the whole text holds before the cut
+                ctx, cont = whole_ids[i][: len(ctx)], whole_ids[i][len(ctx):]
+                if not cont:
+                    out.append(Encoded(tuple(ctx), (), 0))
+                    continue
+            else:
+                cont = whole_ids[i][len(ctx):]
         if not cont:
             raise EvalError(
                 "the continuation has no tokens of its own after tokenisation (it merged into the context)",
@@ -402,25 +423,33 @@ def iter_loglikelihood(
     max_length: int | None = None,
     add_bos_token: bool | None = None,
     token_budget: int = 2048,
+    boundary: str = "harness",
 ) -> Iterator[tuple[list[int], list[LoglikelihoodResult]]]:
     """Score requests and yield (request indices, results) as each batch completes (a
     batch of `batch_size` distinct contexts with all their continuations for method
     "prefix", which shares each context's computation among its continuations; a batch
     of `batch_size` pairs for "naive", which runs every pair in full, as
     lm-evaluation-harness does). A caller that stores every batch it receives loses at
-    most the batch in flight."""
+    most the batch in flight. With boundary "context-length", a continuation left with no
+    token of its own comes back first, as 0.0 over 0 tokens."""
     if method not in METHODS:
         raise EvalError(f"unknown likelihood method {method!r} (known: {', '.join(METHODS)})", field="loglikelihood_method")
     requests = list(requests)
     if not requests:
         return
     window = max_length or model_max_length(model, tokenizer)
-    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token)
+    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token, boundary=boundary)
+    empty = [i for i, item in enumerate(encoded) if not item.continuation]
+    if empty:
+        yield empty, [LoglikelihoodResult(logprob=0.0, n_tokens=0, is_greedy=False) for _ in empty]
+    scored = [i for i, item in enumerate(encoded) if item.continuation]
+    subset = [encoded[i] for i in scored]
     if method == "prefix":
-        chunks = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).iter_chunks(encoded)
+        chunks = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).iter_chunks(subset)
     else:
-        chunks = iter_naive(model, encoded, batch_size=batch_size)
-    for indices, values in chunks:
+        chunks = iter_naive(model, subset, batch_size=batch_size)
+    for local, values in chunks:
+        indices = [scored[k] for k in local]
         results = []
         for i, (logprob, greedy) in zip(indices, values, strict=True):
             if not math.isfinite(logprob):

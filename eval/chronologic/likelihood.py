@@ -116,6 +116,10 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
         truncated += int(record.response.get("truncated") or 0) > 0
     scores = [score_question(q, logliks[i], tokens[i]) for i, q in enumerate(questions)]
     counts["options_with_truncated_context"] = truncated
+    counts["options_scored_over_no_tokens"] = sum(t == 0 for row in tokens for t in row)
+    if counts["options_scored_over_no_tokens"]:
+        log(f"[chronologic] {counts['options_scored_over_no_tokens']} options had no token of their own after the "
+            "context (boundary=context-length) and score 0.0, as in the authors' code")
     return scores, counts
 
 
@@ -172,7 +176,7 @@ def evaluate(
         run_dir.mkdir(parents=True, exist_ok=True)
         scores = [random_choice_score(q) for q in scored_questions]
         counts = {"requests": 0, "answered": 0, "reused": 0, "failed": 0, "parse_failures": 0,
-                  "options_with_truncated_context": 0}
+                  "options_with_truncated_context": 0, "options_scored_over_no_tokens": 0}
         model_identity = {"baseline": RANDOM, "spec": "baseline:random"}
     else:
         scores, counts = score_with_backend(scored_questions, template, backend, built, run_dir, run_options)

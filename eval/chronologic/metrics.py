@@ -8,8 +8,10 @@ Per question with options i = 1..n (n = 4..8), summed log-likelihood s_i of the 
 after the prompt, its token count t_i, its length in characters c_i and its released
 answer probability y_i (1 for a ground truth, 0.5 for a partly acceptable distractor, 0):
 
-- mean per-token log-likelihood m_i = s_i / t_i; p = softmax(m) over the question's own
-  options. The model's *choice* is the first option with the highest p (numpy argmax).
+- mean per-token log-likelihood m_i = s_i / t_i (0.0 for an option scored over no token,
+  which only the authors' tokenisation boundary produces, as their code does); p =
+  softmax(m) over the question's own options. The model's *choice* is the first option
+  with the highest p (numpy argmax).
 
 Table 3 (the headline metrics):
 
@@ -187,8 +189,12 @@ def score_question(question: dict, loglik: Sequence[float], n_tokens: Sequence[i
         raise EvalError(f"question {number}: {len(loglik)} scores for {len(answers)} options")
     s = np.asarray(loglik, dtype=float)
     t = np.asarray(n_tokens, dtype=float)
-    if (t <= 0).any():
-        bad = int(np.flatnonzero(t <= 0)[0])
+    # 0 tokens only comes with the authors' tokenisation boundary (backend option
+    # boundary=context-length): an answer left with no token of its own, scored 0.0 by
+    # their code, and so here (its mean is 0.0)
+    invalid = (t < 0) | ((t == 0) & (s != 0.0))
+    if invalid.any():
+        bad = int(np.flatnonzero(invalid)[0])
         raise EvalError(f"question {number}: option {bad} was scored over {int(t[bad])} tokens")
     if np.isnan(s).any() or np.isposinf(s).any():
         bad = int(np.flatnonzero(np.isnan(s) | np.isposinf(s))[0])
@@ -196,7 +202,7 @@ def score_question(question: dict, loglik: Sequence[float], n_tokens: Sequence[i
     if np.isneginf(s).all():
         raise EvalError(f"question {number}: every option has log-likelihood -inf")
     c = np.asarray([len(a) for a in answers], dtype=float)
-    mean = s / t
+    mean = np.where(t == 0, 0.0, s / np.where(t == 0, 1.0, t))
     p = softmax(mean)
     released = np.asarray(question["answer_probabilities"], dtype=float)
     truth = truth_mask(released)

@@ -257,3 +257,16 @@ def test_tiny_masked_lm_is_the_same_in_every_process(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
     for name in ("tokenizer.json", "model.safetensors"):
         assert (here / name).read_bytes() == (tmp_path / "there" / name).read_bytes(), name
+
+
+def test_the_boundary_option_keys_its_answers_apart(tiny_causal_lm):
+    """boundary=context-length (the Chronologic authors' tokenisation) changes answers, so
+    it is part of the request key; the default leaves the keys of existing runs as they were."""
+    request = LoglikelihoodRequest("ANSWER: ", "yes")
+    default = load_backend(f"hf:{tiny_causal_lm}")
+    authors = load_backend(f"hf:{tiny_causal_lm}", {"boundary": "context-length"})
+    assert "boundary" not in default.key_identity()["options"]
+    assert default.key(request) != authors.key(request)
+    assert authors.loglikelihood([request])[0].n_tokens == default.loglikelihood([request])[0].n_tokens - 1
+    with pytest.raises(EvalError, match="boundary must be one of harness, context-length"):
+        load_backend(f"hf:{tiny_causal_lm}", {"boundary": "joint"})
