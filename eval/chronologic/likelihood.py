@@ -46,6 +46,10 @@ def add_arguments(group) -> None:
                        help="another likelihood prompt template (default: sources/chronologic/likelihood_prompt.yaml)")
     group.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                        help="bootstrap resamples over questions for the 95%% intervals (default: 1000)")
+    group.add_argument("--platt-fit", choices=("nelder-mead", "newton"), default="nelder-mead",
+                       help="how the Table 3 Brier's Platt calibration is fitted: nelder-mead (the authors' "
+                            "optimiser, default: figures compare with the published ones) or newton (the exact "
+                            "maximum-likelihood fit)")
     add_published_argument(group)
 
 
@@ -149,6 +153,7 @@ def evaluate(
     permute_frames: bool = False,
     template_path: Path | None = None,
     n_resamples: int = 1000,
+    platt_fit: str = "nelder-mead",
 ) -> dict:
     """Score one model (or the random baseline) and write the run folder; returns results."""
     from histbench.eval.signature import make_signature
@@ -181,7 +186,7 @@ def evaluate(
     else:
         scores, counts = score_with_backend(scored_questions, template, backend, built, run_dir, run_options)
         model_identity = backend.identity()
-    metrics = aggregate(scores, n_resamples=n_resamples, seed=seed)
+    metrics = aggregate(scores, n_resamples=n_resamples, seed=seed, platt_fit=platt_fit)
     signature = make_signature(
         dataset=built.identity(), backend=model_identity, decoding={"method": "loglikelihood"},
         prompt_template_hash=template.sha256, mode="likelihood",
@@ -195,7 +200,8 @@ def evaluate(
         "dataset": built.identity(),
         "model": model_identity,
         "prompt_template": {"path": template.path, "sha256": template.sha256, "text": template.text},
-        "options": {**run_options, "bootstrap_resamples": n_resamples, "interval": "percentile bootstrap 95% over questions"},
+        "options": {**run_options, "bootstrap_resamples": n_resamples, "platt_fit": platt_fit,
+                    "interval": "percentile bootstrap 95% over questions (the Table 3 metrics quote its median)"},
         "frame_permutation": None if permutation is None else permutation.to_json(),
         "counts": {"questions": len(scores), "options": sum(s.n_options for s in scores),
                    "questions_with_tied_top_options": sum(s.tied > 1 for s in scores),
@@ -230,6 +236,7 @@ def run(args: argparse.Namespace) -> None:
         results = evaluate(
             built, backend=backend, baseline=args.baseline, run_dir=args.out, seed=args.seed, limit=args.limit,
             permute_frames=args.permute_frames, template_path=args.prompt_template, n_resamples=args.bootstrap,
+            platt_fit=args.platt_fit,
         )
     finally:
         if backend is not None:

@@ -23,7 +23,10 @@ Table 3 (the headline metrics):
   questions. In every bootstrap resample the folds are fitted again with the resample's
   question counts as weights (their bootstrap_evaluate), so the interval includes the
   calibration's own variation. A fold whose training options lack a target above or
-  below 0.5 falls back to q = sigmoid(m), as theirs does.
+  below 0.5 falls back to q = sigmoid(m), as theirs does. The fit is theirs by default
+  (scipy's Nelder-Mead from (1, 0), which stops short of the optimum in a few resample
+  folds), so that figures compare with the published ones; `platt_fit="newton"` gives the
+  exact maximum-likelihood fit (checked against statsmodels).
 - acc   : the choice is the ground truth the release ranks first (the first maximum of
   answer_probabilities, option 0 in every released question): a question with two
   ground truths is wrong when the model picks the second one.
@@ -324,9 +327,39 @@ def fit_platt(x: np.ndarray, y: np.ndarray, w: np.ndarray, max_iter: int = 100, 
     return np.stack([a, b], axis=-1).reshape(*shape, 2)
 
 
-def calibrated_brier(table: OptionTable, counts: np.ndarray) -> np.ndarray:
+def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The fits of fit_platt the way the authors' code makes them: scipy's Nelder-Mead
+    with its default tolerances from (a, b) = (1, 0), on the negative log-likelihood with
+    the logits clipped to [-500, 500] and q to [1e-12, 1 - 1e-12]. It stops short of the
+    optimum in some folds (see docs/chronologic.md); here to reproduce their figures."""
+    from scipy.optimize import minimize
+
+    w = np.atleast_2d(np.asarray(w, dtype=float))
+    out = np.empty((len(w), 2))
+    for row, weights in enumerate(w):
+        def loss(params, weights=weights):
+            q = np.clip(1.0 / (1.0 + np.exp(-np.clip(params[0] * x + params[1], -500, 500))), 1e-12, 1.0 - 1e-12)
+            return -(weights * (y * np.log(q) + (1.0 - y) * np.log(1.0 - q))).sum()
+
+        out[row] = minimize(loss, x0=[1.0, 0.0], method="Nelder-Mead").x
+    return out
+
+
+#: how calibrated_brier fits the Platt models
+PLATT_FITS = {"newton": fit_platt, "nelder-mead": fit_platt_nelder_mead}
+
+
+#: the default Platt fit: the authors' optimiser, so that figures compare with their published ones
+DEFAULT_PLATT_FIT = "nelder-mead"
+
+
+def calibrated_brier(table: OptionTable, counts: np.ndarray, fit: str = DEFAULT_PLATT_FIT) -> np.ndarray:
     """(B, n) per-question cross-validated Platt Brier for each row of question counts
-    (the resample's weights in both the fit and, later, the average)."""
+    (the resample's weights in both the fit and, later, the average). `fit`:
+    "nelder-mead" (the authors' optimiser, default) or "newton" (the exact
+    maximum-likelihood fit)."""
+    if fit not in PLATT_FITS:
+        raise EvalError(f"unknown Platt fit {fit!r} (known: {', '.join(PLATT_FITS)})", field="--platt-fit")
     counts = np.atleast_2d(np.asarray(counts, dtype=float))
     per_option = counts[:, table.question]                     # (B, m)
     out_option = np.empty_like(per_option)
@@ -340,7 +373,8 @@ def calibrated_brier(table: OptionTable, counts: np.ndarray) -> np.ndarray:
         usable = has_high & has_low & (weights.sum(axis=1) > 1e-12) & (train_questions >= 2)
         q = np.empty((len(counts), int(test.sum())))
         if usable.any():
-            ab = fit_platt(table.x, table.y, weights[usable])
+            train = ~test  # the training options alone, in release order (as the authors' fit sees them)
+            ab = PLATT_FITS[fit](table.x[train], table.y[train], weights[usable][:, train])
             q[usable] = sigmoid(ab[:, :1] * table.x[test] + ab[:, 1:])
         if (~usable).any():  # the authors' fallback: uncalibrated sigmoid of the log-likelihood
             q[~usable] = sigmoid(table.x[test])
@@ -374,7 +408,8 @@ def _weighted_means(values: np.ndarray, counts: np.ndarray, mask: np.ndarray) ->
         return np.where(totals > 0, sums / np.where(totals > 0, totals, 1.0), np.nan)
 
 
-def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: int = 0, level: float = 0.95,
+              platt_fit: str = DEFAULT_PLATT_FIT) -> dict:
     """metric -> scope ("overall", "group:<g>", "type:<t>") -> {estimate, median, low, high, n}.
 
     `estimate` is the value on the full sample, `median`/`low`/`high` the bootstrap median
@@ -390,8 +425,9 @@ def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: in
     values = np.asarray([[getattr(s, m) for m in PER_QUESTION] for s in scores], dtype=float)
     counts = bootstrap_counts(n, n_resamples, seed).astype(float)
     table = OptionTable.of(scores)
-    full_brier = calibrated_brier(table, np.ones((1, n)))[0]
-    resampled_brier = np.concatenate([calibrated_brier(table, counts[i : i + 100]) for i in range(0, n_resamples, 100)])
+    full_brier = calibrated_brier(table, np.ones((1, n)), platt_fit)[0]
+    resampled_brier = np.concatenate([calibrated_brier(table, counts[i : i + 100], platt_fit)
+                                      for i in range(0, n_resamples, 100)])
     tail = (1.0 - level) / 2.0 * 100.0
     out: dict[str, dict] = {m: {} for m in METRICS}
     for scope, mask in _scopes(scores).items():

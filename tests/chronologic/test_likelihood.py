@@ -106,8 +106,9 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
 
     out = tmp_path / "cli-random"
     assert main(["eval", "chronologic", "--mode", "likelihood", "--baseline", "random",
-                 "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50"]) == 0
-    assert json.loads((out / "results.json").read_text())["label"] == "random choice"
+                 "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50", "--platt-fit", "newton"]) == 0
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["label"] == "random choice" and saved["options"]["platt_fit"] == "newton"
     assert main(["eval", "chronologic", "--mode", "anchors", "--dataset", str(sample_build)]) == 2
     assert "unknown --mode 'anchors' (available: likelihood)" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--mode", "nonsense"]) == 2

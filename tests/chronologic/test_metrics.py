@@ -161,14 +161,14 @@ def test_calibrated_brier_with_one_log_likelihood_for_all_is_the_base_rate():
     of the other folds' options, and each question scores (1/n) sum (q - y)^2."""
     scores = _five_questions([[0.0] * n for n in (4, 5, 6, 4, 5)])
     table = OptionTable.of(scores)
-    got = calibrated_brier(table, np.ones((1, 5)))[0]
+    got = calibrated_brier(table, np.ones((1, 5)), "newton")[0]
     targets = [np.asarray(s.answer_probabilities) for s in scores]
     for i, y in enumerate(targets):
         others = np.concatenate([t for j, t in enumerate(targets) if j != i])
         assert got[i] == pytest.approx(np.mean((others.mean() - y) ** 2), abs=1e-10)
     # a resample's counts weight the training options of every fold
     counts = np.array([[2.0, 0.0, 1.0, 1.0, 1.0]])
-    got = calibrated_brier(table, counts)[0]
+    got = calibrated_brier(table, counts, "newton")[0]
     q3 = np.average(np.concatenate([targets[0], targets[2], targets[4]]),
                     weights=np.concatenate([np.full(4, 2.0), np.ones(6), np.ones(5)]))
     assert got[3] == pytest.approx(np.mean((q3 - targets[3]) ** 2), abs=1e-10)
@@ -181,8 +181,8 @@ def test_calibration_of_a_fold_never_sees_its_own_questions():
             [-2.0, -1.0, -3.0, -2.5], [-0.2, -3.0, -2.0, -2.1, -1.5]]
     changed = [list(row) for row in base]
     changed[0] = [-4.0, -0.1, -0.2, -0.3]
-    one = calibrated_brier(OptionTable.of(_five_questions(base)), np.ones((1, 5)))[0]
-    two = calibrated_brier(OptionTable.of(_five_questions(changed)), np.ones((1, 5)))[0]
+    one = calibrated_brier(OptionTable.of(_five_questions(base)), np.ones((1, 5)), "newton")[0]
+    two = calibrated_brier(OptionTable.of(_five_questions(changed)), np.ones((1, 5)), "newton")[0]
     assert not np.allclose(one[1:], two[1:])
     # question 1's own fit is unchanged: only its own options' values moved
     table = OptionTable.of(_five_questions(base))
@@ -198,7 +198,7 @@ def test_a_fold_without_both_kinds_of_target_falls_back_to_the_sigmoid():
     scores = _five_questions([[-1.0, -2.0, -3.0, -4.0], [-1.0] * 5, [-2.0] * 6, [-1.5] * 4, [-1.0] * 5])
     table = OptionTable.of(scores)
     counts = np.array([[3.0, 0.0, 0.0, 0.0, 0.0]])  # only question 1 drawn: fold 0 has no training weight
-    got = calibrated_brier(table, counts)[0]
+    got = calibrated_brier(table, counts, "newton")[0]
     x0 = np.array([-1.0, -2.0, -3.0, -4.0])
     assert got[0] == pytest.approx(np.mean((1 / (1 + np.exp(-x0)) - np.array([1.0, 0, 0, 0])) ** 2))
 
@@ -217,7 +217,7 @@ def test_bootstrap_draws_the_authors_resamples():
 
 def test_aggregate_means_scopes_and_intervals():
     scores = [score_question(QA, LL_A, TOK_A), score_question(QB, LL_B, TOK_B), score_question(QC, LL_C, TOK_C)]
-    out = aggregate(scores, n_resamples=500, seed=3)
+    out = aggregate(scores, n_resamples=500, seed=3, platt_fit="newton")
     overall = out["acc_any"]["overall"]
     assert overall["estimate"] == pytest.approx((1 + 1 / 3 + 0) / 3) and overall["n"] == 3
     assert overall["low"] <= overall["estimate"] <= overall["high"]
@@ -225,11 +225,11 @@ def test_aggregate_means_scopes_and_intervals():
     assert out["acc"]["overall"]["low"] <= out["acc"]["overall"]["median"] <= out["acc"]["overall"]["high"]
     assert out["brier_softmax"]["overall"]["estimate"] == pytest.approx(np.mean([s.brier_softmax for s in scores]))
     assert out["brier"]["overall"]["estimate"] == pytest.approx(
-        calibrated_brier(OptionTable.of(scores), np.ones((1, 3)))[0].mean())
+        calibrated_brier(OptionTable.of(scores), np.ones((1, 3)), "newton")[0].mean())
     assert out["acc"]["group:cloze"]["estimate"] == 0.0 and out["acc"]["group:cloze"]["n"] == 1
     assert out["acc"]["group:knowledge"]["estimate"] == 1.0
     assert out["acc_any"]["type:constrained_generation"]["estimate"] == pytest.approx(1 / 3)
     assert "type:abstention" not in out["acc"]
     # one question in a scope: its interval collapses onto it
     assert out["acc"]["group:cloze"]["low"] == out["acc"]["group:cloze"]["high"] == 0.0
-    assert aggregate(scores, n_resamples=500, seed=3) == out  # seeded
+    assert aggregate(scores, n_resamples=500, seed=3, platt_fit="newton") == out  # seeded

@@ -266,3 +266,18 @@ def test_context_length_boundary_reproduces_the_chronologic_authors(tiny):
     assert [r.n_tokens for r in harness] == [3, 18, 2, 9, 16, 1]  # every answer token, the space with the first
     with pytest.raises(EvalError, match="unknown boundary"):
         loglikelihood(model, tokenizer, requests, boundary="joint")
+
+
+@pytest.mark.parametrize(("method", "batch_size", "token_budget"), [("prefix", 8, 2048), ("prefix", 3, 40), ("naive", 4, 2048)])
+def test_in_float64_the_batched_scores_are_the_unpadded_ones_exactly(tiny, method, batch_size, token_budget):
+    """Issue 13 (engine): padding, masks, cached prefixes and position ids change nothing
+    but float rounding. In float64 the prefix-shared (and padded naive) scores equal an
+    independent pass over each unpadded sequence alone to 1e-10; what remains in float32
+    is rounding (bound measured on SmolLM2 in test_smollm2.py and docs/engine.md)."""
+    import copy
+
+    model, tokenizer = tiny
+    model64 = copy.deepcopy(model).double()
+    results = loglikelihood(model64, tokenizer, MIXED, method=method, batch_size=batch_size, token_budget=token_budget)
+    worst = max(abs(r.logprob - reference(model64, tokenizer, q)[0]) for q, r in zip(MIXED, results, strict=True))
+    assert worst <= 1e-10
