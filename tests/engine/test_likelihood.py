@@ -12,7 +12,7 @@ from histbench.builders.core.errors import EvalError  # noqa: E402
 from histbench.eval.backends import LoglikelihoodRequest as LL  # noqa: E402
 from histbench.eval.likelihood import encode_requests, loglikelihood, model_max_length  # noqa: E402
 
-TOL = 1e-4  # per request, float32 on CPU
+TOL = 1e-5  # per request, float32 on CPU (measured: at most 1.4e-6 on this model)
 
 
 @pytest.fixture(scope="module")
