@@ -8,7 +8,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 #: float32 prefix-shared vs unpadded single-sequence scores, per answer token: at most 1.4e-5
-#: on all 543 options of the public Chronologic sample (docs/engine.md)
+#: on all 543 options of the public Chronologic sample in any batching seen (docs/engine.md)
 PER_TOKEN_BOUND = 5e-5
 
 
