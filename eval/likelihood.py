@@ -26,6 +26,15 @@ Tokenisation is the harness's, so that numbers are comparable:
 - the window is the model config's n_positions / max_position_embeddings / n_ctx, else the
   tokenizer's model_max_length, else 2048 (also the harness's order), unless given.
 
+`boundary="context-length"` is the other convention, that of the Chronologic authors'
+evaluation code (benchmark_evaluation.py, _score_answer_ll_hf): the context is encoded as
+it is (its trailing whitespace stays), the continuation's tokens are those of
+context+continuation after as many tokens as the context alone has, and the model reads
+the tokens before them. When the context ends in a space that the continuation's first
+word absorbs (BPE and SentencePiece tokenizers), that first token is then read as context
+and not scored; a continuation left with no token scores 0.0 over 0 tokens (their
+sentinel). Never the default: it is there to reproduce their published numbers.
+
 Computation (method "prefix"): for each batch of distinct contexts, run all but the last
 context token once (right-padded batch, cache kept); then for each continuation run
 [last context token] + continuation[:-1] on top of its context's cached state (rows
@@ -40,7 +49,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +60,7 @@ from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
 DEFAULT_MAX_LENGTH = 2048
 _HUGE_TOKENIZER_LENGTH = 10**17
 METHODS = ("prefix", "naive")
+BOUNDARIES = ("harness", "context-length")
 #: most padding a continuation row may carry in a shared pass (share of the pass's width)
 PAD_SHARE = 0.2
 
@@ -98,9 +108,14 @@ def encode_requests(
     max_length: int,
     add_bos_token: bool | None = None,
     prefix_id: int | None = None,
+    boundary: str = "harness",
 ) -> list[Encoded]:
-    """Tokenise (context, continuation) pairs with the harness convention and cut each
-    from the left to max_length + 1 tokens."""
+    """Tokenise (context, continuation) pairs with the harness convention (or the
+    "context-length" one, see the module) and cut each from the left to max_length + 1
+    tokens."""
+    if boundary not in BOUNDARIES:
+        raise EvalError(f"unknown boundary {boundary!r} (known: {', '.join(BOUNDARIES)})", field="boundary")
+    keep_spaces = boundary == "context-length"
     prefix_id = prefix_token_id(tokenizer) if prefix_id is None else prefix_id
     bos_text = tokenizer.decode([prefix_id])
     contexts: list[str] = []
@@ -114,7 +129,7 @@ def encode_requests(
             alone.append(continuation)
             continue
         spaces = len(context) - len(context.rstrip())
-        if spaces:
+        if spaces and not keep_spaces:
             continuation = context[-spaces:] + continuation
             context = context[:-spaces]
         if context == "":  # a whitespace-only context: nothing but the prefix token
@@ -151,7 +166,13 @@ def encode_requests(
             ctx, cont = ([prefix_id], cont) if not cont or cont[0] != prefix_id else (cont[:1], cont[1:])
         else:
             ctx = context_ids[contexts[i]]
-            cont = whole_ids[i][len(ctx):]
+            if keep_spaces:  # the model reads whatever the whole text holds before the cut
+                ctx, cont = whole_ids[i][: len(ctx)], whole_ids[i][len(ctx):]
+                if not cont:
+                    out.append(Encoded(tuple(ctx), (), 0))
+                    continue
+            else:
+                cont = whole_ids[i][len(ctx):]
         if not cont:
             raise EvalError(
                 "the continuation has no tokens of its own after tokenisation (it merged into the context)",
@@ -197,10 +218,13 @@ def _select_cache(cache: Any, index: Any) -> Any:
 
 def _score_rows(logits: Any, targets: Any, lengths: Sequence[int]) -> list[tuple[float, bool]]:
     """Sum of log-softmax at target tokens over each row's first `length` positions, and
-    whether every target was the argmax."""
+    whether every target was the argmax. The log-softmax keeps the logits' precision,
+    float32 at least (half-precision logits are widened; float64 ones were once narrowed to
+    float32, which alone put a float64 model 1.8e-6 from the exact value)."""
     import torch
 
-    logits = logits.float()
+    if logits.dtype != torch.float64:
+        logits = logits.float()
     picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     logprobs = picked - torch.logsumexp(logits, dim=-1)
     greedy = logits.argmax(dim=-1) == targets
@@ -230,27 +254,31 @@ class PrefixSharedScorer:
         window = getattr(model.config, "sliding_window", None)
         self.sliding_window = window if isinstance(window, int) and window > 0 else None
 
-    def score(self, encoded: Sequence[Encoded], progress_cb=None) -> list[tuple[float, bool]]:
+    def score(self, encoded: Sequence[Encoded]) -> list[tuple[float, bool]]:
         """(logprob, is_greedy) per encoded pair, in order."""
+        results: list[tuple[float, bool] | None] = [None] * len(encoded)
+        for indices, values in self.iter_chunks(encoded):
+            for i, value in zip(indices, values, strict=True):
+                results[i] = value
+        return results  # type: ignore[return-value]
+
+    def iter_chunks(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[int], list[tuple[float, bool]]]]:
+        """(indices, values) for each batch of `batch_size` distinct contexts (longest first)
+        as soon as it is scored; every continuation of a context is in its context's batch."""
         groups: dict[tuple[int, ...], list[int]] = {}
         for n, item in enumerate(encoded):
             groups.setdefault(item.context, []).append(n)
         ordered = sorted(groups.items(), key=lambda kv: -len(kv[0]))
-        results: list[tuple[float, bool] | None] = [None] * len(encoded)
         for start in range(0, len(ordered), self.batch_size):
             chunk = ordered[start : start + self.batch_size]
             longest = max(len(ctx) + max(len(encoded[i].continuation) for i in idx) for ctx, idx in chunk)
             if self.sliding_window is not None and longest > self.sliding_window:
                 # Padded rows and a window that drops old keys do not mix: score these plainly.
                 flat = [i for _, idx in chunk for i in idx]
-                for i, value in zip(flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size), strict=True):
-                    results[i] = value
+                yield flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size)
             else:
-                for i, value in self._score_chunk(chunk, encoded):
-                    results[i] = value
-            if progress_cb is not None:
-                progress_cb(sum(len(idx) for _, idx in chunk))
-        return results  # type: ignore[return-value]
+                pairs = self._score_chunk(chunk, encoded)
+                yield [i for i, _ in pairs], [value for _, value in pairs]
 
     def _score_chunk(self, chunk, encoded):
         import torch
@@ -338,11 +366,19 @@ class PrefixSharedScorer:
 def score_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) -> list[tuple[float, bool]]:
     """The full-sequence computation (what lm-evaluation-harness does): each pair's
     context + continuation[:-1] in one right-padded batch row."""
+    results: list[tuple[float, bool] | None] = [None] * len(encoded)
+    for indices, values in iter_naive(model, encoded, batch_size=batch_size):
+        for i, value in zip(indices, values, strict=True):
+            results[i] = value
+    return results  # type: ignore[return-value]
+
+
+def iter_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) -> Iterator[tuple[list[int], list]]:
+    """score_naive, one batch of `batch_size` pairs (longest first) at a time."""
     import torch
 
     device = next(model.parameters()).device
     order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i].context) + len(encoded[i].continuation)))
-    results: list[tuple[float, bool] | None] = [None] * len(encoded)
     for start in range(0, len(order), max(1, batch_size)):
         batch = order[start : start + batch_size]
         width = max(len(encoded[i].context) + len(encoded[i].continuation) - 1 for i in batch)
@@ -361,13 +397,26 @@ def score_naive(model: Any, encoded: Sequence[Encoded], *, batch_size: int = 8) 
             ctx_len, cont = len(encoded[i].context), encoded[i].continuation
             picked[r, : len(cont)] = logits[r, ctx_len - 1 : ctx_len - 1 + len(cont)]
             targets[r, : len(cont)] = torch.tensor(cont)
-        scored = _score_rows(picked, targets.to(logits.device), [len(encoded[i].continuation) for i in batch])
-        for i, value in zip(batch, scored, strict=True):
-            results[i] = value
-    return results  # type: ignore[return-value]
+        yield batch, _score_rows(picked, targets.to(logits.device), [len(encoded[i].continuation) for i in batch])
 
 
 def loglikelihood(
+    model: Any,
+    tokenizer: Any,
+    requests: Sequence[LoglikelihoodRequest],
+    **options: Any,
+) -> list[LoglikelihoodResult]:
+    """Score (context, continuation) requests on a transformers causal LM; the results in
+    request order (options: those of iter_loglikelihood)."""
+    requests = list(requests)
+    out: list[LoglikelihoodResult | None] = [None] * len(requests)
+    for indices, results in iter_loglikelihood(model, tokenizer, requests, **options):
+        for i, result in zip(indices, results, strict=True):
+            out[i] = result
+    return out  # type: ignore[return-value]
+
+
+def iter_loglikelihood(
     model: Any,
     tokenizer: Any,
     requests: Sequence[LoglikelihoodRequest],
@@ -377,29 +426,38 @@ def loglikelihood(
     max_length: int | None = None,
     add_bos_token: bool | None = None,
     token_budget: int = 2048,
-    progress_cb=None,
-) -> list[LoglikelihoodResult]:
-    """Score (context, continuation) requests on a transformers causal LM.
-
-    method "prefix" (default) shares each context's computation among its continuations;
-    "naive" runs every pair in full, as lm-evaluation-harness does.
-    """
+    boundary: str = "harness",
+) -> Iterator[tuple[list[int], list[LoglikelihoodResult]]]:
+    """Score requests and yield (request indices, results) as each batch completes (a
+    batch of `batch_size` distinct contexts with all their continuations for method
+    "prefix", which shares each context's computation among its continuations; a batch
+    of `batch_size` pairs for "naive", which runs every pair in full, as
+    lm-evaluation-harness does). A caller that stores every batch it receives loses at
+    most the batch in flight. With boundary "context-length", a continuation left with no
+    token of its own comes back first, as 0.0 over 0 tokens."""
     if method not in METHODS:
         raise EvalError(f"unknown likelihood method {method!r} (known: {', '.join(METHODS)})", field="loglikelihood_method")
     requests = list(requests)
     if not requests:
-        return []
+        return
     window = max_length or model_max_length(model, tokenizer)
-    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token)
+    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token, boundary=boundary)
+    empty = [i for i, item in enumerate(encoded) if not item.continuation]
+    if empty:
+        yield empty, [LoglikelihoodResult(logprob=0.0, n_tokens=0, is_greedy=False) for _ in empty]
+    scored = [i for i, item in enumerate(encoded) if item.continuation]
+    subset = [encoded[i] for i in scored]
     if method == "prefix":
-        scores = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).score(encoded, progress_cb)
+        chunks = PrefixSharedScorer(model, batch_size=batch_size, token_budget=token_budget).iter_chunks(subset)
     else:
-        scores = score_naive(model, encoded, batch_size=batch_size)
-        if progress_cb is not None:
-            progress_cb(len(encoded))
-    out = []
-    for item, (logprob, greedy) in zip(encoded, scores, strict=True):
-        if not math.isfinite(logprob):
-            raise EvalError(f"non-finite log-likelihood ({logprob}); is the model's dtype too narrow?")
-        out.append(LoglikelihoodResult(logprob=logprob, n_tokens=len(item.continuation), is_greedy=greedy, truncated=item.truncated))
-    return out
+        chunks = iter_naive(model, subset, batch_size=batch_size)
+    for local, values in chunks:
+        indices = [scored[k] for k in local]
+        results = []
+        for i, (logprob, greedy) in zip(indices, values, strict=True):
+            if not math.isfinite(logprob):
+                raise EvalError(f"non-finite log-likelihood ({logprob}); is the model's dtype too narrow?")
+            item = encoded[i]
+            results.append(LoglikelihoodResult(logprob=logprob, n_tokens=len(item.continuation), is_greedy=greedy,
+                                               truncated=item.truncated))
+        yield list(indices), results

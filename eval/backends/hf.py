@@ -39,7 +39,8 @@ from .base import (
 _PADDING_OFFSET_MODELS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "data2vec-text"})
 CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", True: "always", False: "never"}
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-#: loglikelihood requests scored (and saved) per step; contexts are never split across steps.
+#: loglikelihood requests tokenised and scheduled per step (contexts are never split across
+#: steps); results are yielded, and saved, batch by batch within a step.
 LOGLIKELIHOOD_STEP = 256
 
 
@@ -86,6 +87,8 @@ class HFBackend(Backend):
         "add_bos_token": (None, "loglikelihood: encode with special tokens: null = the tokenizer's default (as the harness), true, false"),
         "loglikelihood_method": ("prefix", "prefix (shared context passes) or naive (one full pass per pair, like the harness)"),
         "token_budget": (2048, "loglikelihood: most rows x tokens per continuation pass (memory bound)"),
+        "boundary": ("harness", "loglikelihood: harness (trailing context spaces move to the continuation, every "
+                                "continuation token scored) or context-length (the Chronologic authors' convention)"),
         "task": ("auto", "auto, causal or masked"),
         "trust_remote_code": (False, "allow model code from the Hub"),
     }
@@ -106,6 +109,11 @@ class HFBackend(Backend):
         self.options["chat_template"] = CHAT_TEMPLATE_MODES[self.options["chat_template"]]
         if self.options["dtype"] not in DTYPES:
             raise EvalError(f"dtype must be one of {', '.join(DTYPES)}, got {self.options['dtype']!r}", field="--model-option")
+        from histbench.eval.likelihood import BOUNDARIES
+
+        if self.options["boundary"] not in BOUNDARIES:
+            raise EvalError(f"boundary must be one of {', '.join(BOUNDARIES)}, got {self.options['boundary']!r}",
+                            field="--model-option")
         self._model = None
         self._tokenizer = None
         self._device: str | None = None
@@ -206,6 +214,8 @@ class HFBackend(Backend):
     def key_identity(self) -> dict:
         ident = super().key_identity()
         ident["options"] = {**ident["options"], "dtype": self.dtype_name, "task": self.task}
+        if self.options["boundary"] != "harness":  # keys of default runs stay what they were
+            ident["options"]["boundary"] = self.options["boundary"]
         return ident
 
     # -- loading ------------------------------------------------------------------------------
@@ -351,7 +361,10 @@ class HFBackend(Backend):
     # -- loglikelihood ------------------------------------------------------------------------
 
     def _loglikelihood_batch(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]) -> Iterator:
-        from histbench.eval.likelihood import loglikelihood
+        """Requests are tokenised and scheduled LOGLIKELIHOOD_STEP at a time (whole
+        contexts), and every scored batch of contexts is yielded at once, so the run store
+        saves each question as it completes."""
+        from histbench.eval.likelihood import iter_loglikelihood
 
         by_context: dict[str, list[int]] = {}
         for n, request in enumerate(requests):
@@ -361,7 +374,7 @@ class HFBackend(Backend):
         for g, members in enumerate(groups):
             step += members
             if len(step) >= LOGLIKELIHOOD_STEP or g == len(groups) - 1:
-                results = loglikelihood(
+                for positions, results in iter_loglikelihood(
                     self.model,
                     self.tokenizer,
                     [requests[n] for n in step],
@@ -370,8 +383,9 @@ class HFBackend(Backend):
                     max_length=self.options["max_length"],
                     add_bos_token=self.options["add_bos_token"],
                     token_budget=int(self.options["token_budget"]),
-                )
-                yield [indices[n] for n in step], results
+                    boundary=self.options["boundary"],
+                ):
+                    yield [indices[step[k]] for k in positions], results
                 step = []
 
     # -- fill_mask -------------------------------------------------------------------------------

@@ -133,6 +133,9 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
         parser.add_argument("--published", action="store_true",
                             help="free generation: show the paper's published Table 4/7 rows beside the runs")
+        from .likelihood import add_published_argument
+
+        add_published_argument(parser)
 
     def run_report(self, args: argparse.Namespace) -> None:
         from .report import run_report

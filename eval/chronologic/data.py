@@ -138,13 +138,39 @@ def apply_frames(questions: Sequence[dict], permutation: FramePermutation | None
 
 
 @dataclass(frozen=True)
-class PromptTemplate:
-    """The likelihood prompt (sources/chronologic/likelihood_prompt.yaml): `context` with
-    $metadata_frame and $main_question, `continuation` with $answer. `text` is the file's
-    exact text, whose sha256 goes into every result."""
+class AbstentionReminder:
+    """The reminder line of the likelihood prompt and which questions get it: every
+    question of `reasoning_types`, and any other whose answer options contain one of
+    `answer_contains` once lower-cased."""
 
-    context: str
+    text: str
+    reasoning_types: tuple[str, ...]
+    answer_contains: tuple[str, ...]
+
+    def applies(self, question: dict) -> bool:
+        if question.get("reasoning_type") in self.reasoning_types:
+            return True
+        return any(
+            needle in answer.lower()
+            for answer in question.get("answer_strings") or ()
+            if isinstance(answer, str)
+            for needle in self.answer_contains
+        )
+
+
+REMINDER_LINE = "$abstention_reminder"
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """The likelihood prompt (sources/chronologic/likelihood_prompt.yaml, the authors' own):
+    `lines` joined with "\n" into the context ($metadata_frame, $main_question; the line
+    "$abstention_reminder" only for the questions the reminder applies to), `continuation`
+    with $answer. `text` is the file's exact text, whose sha256 goes into every result."""
+
+    lines: tuple[str, ...]
     continuation: str
+    reminder: AbstentionReminder | None
     text: str
     path: str
 
@@ -158,16 +184,44 @@ class PromptTemplate:
         if not path.is_file():
             raise EvalError("prompt template not found", file=path)
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) or {}
-        for key in ("context", "continuation"):
-            if not isinstance(data.get(key), str) or not data[key]:
-                raise EvalError(f"the template needs a non-empty text '{key}'", file=path, field=key)
-        for key, needed in (("context", ("metadata_frame", "main_question")), ("continuation", ("answer",))):
-            names = set(Template(data[key]).get_identifiers())
-            missing = [n for n in needed if n not in names]
-            if missing:
-                raise EvalError(f"'{key}' must use ${', $'.join(missing)}", file=path, field=key)
-        return cls(data["context"], data["continuation"], text, str(path))
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise EvalError(f"not valid YAML ({exc})", file=path) from exc
+        if not isinstance(data, dict):
+            raise EvalError("the template is a mapping with 'lines' and 'continuation'", file=path)
+        lines = data.get("lines")
+        if not isinstance(lines, list) or not lines or not all(isinstance(line, str) for line in lines):
+            raise EvalError("'lines' must be a non-empty list of texts", file=path, field="lines")
+        continuation = data.get("continuation")
+        if not isinstance(continuation, str) or not continuation:
+            raise EvalError("the template needs a non-empty text 'continuation'", file=path, field="continuation")
+        context_names = {n for line in lines for n in Template(line).get_identifiers()}
+        missing = [n for n in ("metadata_frame", "main_question") if n not in context_names]
+        if missing:
+            raise EvalError(f"'lines' must use ${', $'.join(missing)}", file=path, field="lines")
+        unknown = sorted(context_names - {"metadata_frame", "main_question", "abstention_reminder"})
+        if unknown:
+            raise EvalError(f"'lines' use unknown placeholders ${', $'.join(unknown)}", file=path, field="lines")
+        if "answer" not in Template(continuation).get_identifiers():
+            raise EvalError("'continuation' must use $answer", file=path, field="continuation")
+        reminder = None
+        if "abstention_reminder" in context_names:
+            if any(line != REMINDER_LINE and "abstention_reminder" in Template(line).get_identifiers() for line in lines):
+                raise EvalError(f"{REMINDER_LINE} must be a line of its own", file=path, field="lines")
+            spec = data.get("abstention_reminder")
+            if not isinstance(spec, dict) or not isinstance(spec.get("text"), str) or not spec["text"]:
+                raise EvalError("a template with the line $abstention_reminder needs abstention_reminder.text",
+                                file=path, field="abstention_reminder")
+            lists = {}
+            for key in ("reasoning_types", "answer_contains"):
+                value = spec.get(key) or []
+                if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                    raise EvalError(f"abstention_reminder.{key} must be a list of texts", file=path,
+                                    field=f"abstention_reminder.{key}")
+                lists[key] = tuple(value)
+            reminder = AbstentionReminder(spec["text"], lists["reasoning_types"], lists["answer_contains"])
+        return cls(tuple(lines), continuation, reminder, text, str(path))
 
     @property
     def sha256(self) -> str:
@@ -175,10 +229,20 @@ class PromptTemplate:
 
         return hash_text(self.text)
 
+    def gets_reminder(self, question: dict) -> bool:
+        return self.reminder is not None and self.reminder.applies(question)
+
     def render_context(self, question: dict) -> str:
-        return Template(self.context).substitute(
-            metadata_frame=question["metadata_frame"], main_question=question["main_question"]
-        )
+        reminder = self.gets_reminder(question)
+        parts = []
+        for line in self.lines:
+            if line == REMINDER_LINE:
+                if reminder:
+                    parts.append(self.reminder.text)
+                continue
+            parts.append(Template(line).substitute(
+                metadata_frame=question["metadata_frame"], main_question=question["main_question"]))
+        return "\n".join(parts)
 
     def render_continuation(self, answer: str) -> str:
         return Template(self.continuation).substitute(answer=answer)

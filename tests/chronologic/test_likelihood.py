@@ -12,6 +12,7 @@ import pytest
 from histbench.builders.core.dataset import BuiltDataset
 from histbench.builders.core.errors import UsageError
 from histbench.eval.backends.base import Backend, LoglikelihoodResult
+from histbench.eval.chronologic.data import PromptTemplate
 from histbench.eval.chronologic.likelihood import REPORTERS, evaluate
 from histbench.eval.chronologic.report import run_report
 
@@ -51,9 +52,11 @@ def test_run_writes_results_and_ledger_and_resumes(sample_build, tmp_path):
     assert "prompt:" + saved["prompt_template"]["sha256"][:12] in saved["signature"]["text"]
     ledger = [json.loads(line) for line in (tmp_path / "run" / "questions.jsonl").read_text().splitlines()]
     assert len(ledger) == 24 and ledger[0]["frame_donor"] == ledger[0]["question_number"]
-    # every option is scored with the same context for a question
+    # every option is scored after its question's one context: the authors' prompt
     q = built.load("questions", "test").to_list()[0]
-    assert backend.contexts[0] == f"{q['metadata_frame']}\n\n{q['main_question']}\n\nAnswer:"
+    assert backend.contexts[0] == PromptTemplate.load().render_context(q)
+    assert backend.contexts[0] == f"{q['metadata_frame']}\nQUESTION: {q['main_question']}\nANSWER: "
+    assert saved["counts"]["questions_with_reminder"] == 9  # knowledge, inference, abstention
     # a rerun asks nothing again and gives the same numbers
     again = TextBackend()
     rerun = evaluate(built, backend=again, run_dir=tmp_path / "run", n_resamples=200)
@@ -81,10 +84,10 @@ def test_report_sorts_by_brier(sample_build, tmp_path, capsys):
     built = BuiltDataset.open(sample_build)
     evaluate(built, baseline="random", run_dir=tmp_path / "random", n_resamples=50)
     evaluate(built, backend=TextBackend(), run_dir=tmp_path / "text", n_resamples=50)
-    sections = run_report(Namespace(runs=[tmp_path / "text", tmp_path / "random"], out=tmp_path / "report"),
-                          REPORTERS)
+    sections = run_report(Namespace(runs=[tmp_path / "text", tmp_path / "random"], out=tmp_path / "report",
+                                    published_table3=None), REPORTERS)
     data = sections[0].data
-    briers = [v["metrics"]["brier"]["overall"]["estimate"] for v in data.values()]
+    briers = [v["metrics"]["brier"]["overall"]["median"] for v in data.values()]
     assert briers == sorted(briers) and set(data) == {"random choice", "text:length"}
     with pytest.raises(UsageError, match="holds a model's run"):
         evaluate(built, baseline="random", run_dir=tmp_path / "text")
@@ -103,8 +106,9 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
 
     out = tmp_path / "cli-random"
     assert main(["eval", "chronologic", "--mode", "likelihood", "--baseline", "random",
-                 "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50"]) == 0
-    assert json.loads((out / "results.json").read_text())["label"] == "random choice"
+                 "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50", "--platt-fit", "newton"]) == 0
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["label"] == "random choice" and saved["options"]["platt_fit"] == "newton"
     assert main(["eval", "chronologic", "--mode", "anchors", "--dataset", str(sample_build)]) == 2
     assert "unknown --mode 'anchors' (available: likelihood)" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--mode", "nonsense"]) == 2
@@ -112,3 +116,59 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
     assert main(["eval", "chronologic", "--baseline", "random", "--model", "hf:x", "--dataset", str(sample_build)]) == 2
     assert main(["report", "chronologic", str(out)]) == 0
     assert "random choice" in capsys.readouterr().out
+
+
+def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
+    """Point 8 of the issue: the authors' published leaderboard (bundled copy, cited) sits
+    in the Table 3 layout beside the user's runs, sorted by Brier with them."""
+    from histbench.builders.cli import main
+
+    evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and line.endswith(("| published |", "| this run |"))]
+    assert rows[0].startswith("| Talkie 1930 base | 0.1574 [0.1551, 0.1596] | 39.5 [34.3, 44.7] | 24.9 [19.9, 30.1] | "
+                              "44.0 [37.5, 50.0] | 866 | published |")
+    assert [r.split(" | ")[0] for r in rows[:7]] == [
+        "| Talkie 1930 base", "| Talkie 1930 it", "| Qwen 7B ft (ckpt-3500)", "| Qwen 72B",
+        "| Qwen 3.5 35B-A3B base", "| Talkie web base", "| Qwen 7B"]
+    assert rows[-1].startswith("| random choice |") and rows[-1].endswith("| 24 | this run |")
+    assert "Historical-AI-Lab/GPT-1914, chronologic/evalcode/prob_08/leaderboard.md at commit ee0b705" in out
+    assert "not on the question set of the published rows" in out
+    # the authors' leaderboard.csv (no intervals), as a user would point at it
+    theirs = tmp_path / "leaderboard.csv"
+    theirs.write_text("model,overall_brier,cloze_acc,constrained_generation_acc,knowledge_and_inference_acc\n"
+                      "Gemma 4 31B base,0.1606,23.0,13.3,40.6\n")
+    assert main(["eval", "chronologic", "--baseline", "random", "--dataset", str(sample_build),
+                 "--out", str(tmp_path / "r2"), "--bootstrap", "20", "--published-table3", str(theirs)]) == 0
+    assert "| Gemma 4 31B base | 0.1606 | 23.0 | 13.3 | 40.6 |  | published |" in capsys.readouterr().out
+    theirs.write_text("model,overall_brier\nGemma,not a number\n")
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3", str(theirs)]) == 2
+    assert "row 2, column 'overall_brier': expected a number" in capsys.readouterr().err
+
+
+def test_authors_boundary_runs_end_to_end(sample_build, tmp_path, tiny_causal_lm):
+    """--model-option boundary=context-length (the authors' tokenisation) through the whole
+    mode: every option loses the token its first word shares with the prompt's last space,
+    and an option left with none scores 0.0 (counted), as in their code."""
+    from histbench.eval.backends import load_backend
+
+    built = BuiltDataset.open(sample_build)
+    results = {}
+    for boundary in ("harness", "context-length"):
+        backend = load_backend(f"hf:{tiny_causal_lm}", {"boundary": boundary})
+        try:
+            results[boundary] = evaluate(built, backend=backend, run_dir=tmp_path / boundary, n_resamples=20,
+                                         platt_fit="newton")
+        finally:
+            backend.close()
+    ledgers = {b: [json.loads(line) for line in (tmp_path / b / "questions.jsonl").read_text().splitlines()]
+               for b in results}
+    harness_tokens = [t for row in ledgers["harness"] for t in row["n_tokens"]]
+    authors_tokens = [t for row in ledgers["context-length"] for t in row["n_tokens"]]
+    assert all(a <= h for a, h in zip(authors_tokens, harness_tokens, strict=True))
+    assert sum(a < h for a, h in zip(authors_tokens, harness_tokens, strict=True)) > 0
+    zero = sum(t == 0 for t in authors_tokens)
+    assert results["context-length"]["counts"]["options_scored_over_no_tokens"] == zero
+    assert results["harness"]["counts"]["options_scored_over_no_tokens"] == 0
+    assert results["context-length"]["model"]["options"]["boundary"] == "context-length"

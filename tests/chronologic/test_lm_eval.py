@@ -34,12 +34,14 @@ def test_export_renders_our_prompts(sample_build, tmp_path):
     config = yaml.load((folder / "chronologic_en.yaml").read_text(), Loader=_FunctionLoader)
     assert config["dataset_path"] == str(sample_build.resolve()) and config["dataset_name"] == "questions"
     assert config["test_split"] == "test" and config["output_type"] == "multiple_choice"
-    assert config["doc_to_target"] == "!function utils.doc_to_target" and config["target_delimiter"] == " "
+    assert config["doc_to_target"] == "!function utils.doc_to_target" and config["target_delimiter"] == ""
     assert [m["metric"] for m in config["metric_list"]] == ["acc", "acc_norm"]
     template = PromptTemplate.load()
     assert config["metadata"]["prompt_template_sha256"] == template.sha256
     utils = _utils(folder)
-    for row in BuiltDataset.open(sample_build).load("questions", "test").to_list():
+    rows = BuiltDataset.open(sample_build).load("questions", "test").to_list()
+    assert sum(template.gets_reminder(r) for r in rows) == 9  # knowledge, inference, abstention: 3 each
+    for row in rows:
         assert utils.doc_to_text(row) == template.render_context(row)
         assert [config["target_delimiter"] + c for c in utils.doc_to_choice(row)] == [
             template.render_continuation(a) for a in row["answer_strings"]]
@@ -52,7 +54,7 @@ def test_export_cli(sample_build, tmp_path, capsys):
     assert main(["export", "lm-eval", "chronologic", str(sample_build), "--out", str(tmp_path / "t")]) == 0
     assert (tmp_path / "t" / "utils.py").is_file() and "lm_eval --model hf" in (tmp_path / "t" / "README.md").read_text()
     bad = tmp_path / "tpl.yaml"
-    bad.write_text('context: "$metadata_frame $main_question"\ncontinuation: " $answer."\n')
+    bad.write_text('lines: ["$metadata_frame $main_question"]\ncontinuation: " $answer."\n')
     assert main(["export", "lm-eval", "chronologic", str(sample_build), "--prompt-template", str(bad)]) == 2
     assert "'<delimiter>$answer'" in capsys.readouterr().err
 

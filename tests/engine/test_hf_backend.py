@@ -120,6 +120,66 @@ def test_loglikelihood_is_the_prefix_shared_scorer(causal):
         assert got.logprob < 0 and got.truncated == 0
 
 
+def _questions(n: int) -> list[LoglikelihoodRequest]:
+    """n questions (distinct contexts) of three options each."""
+    return [LoglikelihoodRequest(f"Question {q}: in which year did the railway reach village {q}?\nANSWER: ", a)
+            for q in range(n) for a in ("1847", "in the spring of 1851", "never")]
+
+
+def _count_passes(model, fail_at: int | None = None) -> dict:
+    """Count the model's forward passes (and fail the `fail_at`-th, as a crash would)."""
+    import functools
+
+    calls = {"n": 0}
+    forward = model.forward
+
+    @functools.wraps(forward)
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == fail_at:
+            raise RuntimeError("out of memory (simulated)")
+        return forward(*args, **kwargs)
+
+    model.forward = counting
+    calls["restore"] = lambda: setattr(model, "forward", forward)
+    return calls
+
+
+def test_loglikelihood_results_arrive_batch_by_batch(tiny_causal_lm, tmp_path):
+    """Issue 13 (engine): a run used to receive nothing until a whole step of 256 requests
+    was scored; now each batch of `batch_size` contexts is yielded (and stored) as soon as
+    it is scored, so an interrupted run loses at most the batch in flight."""
+    backend = load_backend(f"hf:{tiny_causal_lm}", {"batch_size": 2})
+    calls = _count_passes(backend.model)
+    seen = [(index, calls["n"]) for index, _ in backend.stream(_questions(6))]
+    calls["restore"]()
+    assert len(seen) == 18 and sorted(i for i, _ in seen) == list(range(18))
+    passes_when_yielded = [n for _, n in seen]
+    assert len(set(passes_when_yielded)) == 3  # three batches of two contexts (six options each)
+    assert passes_when_yielded[0] < calls["n"]  # the first questions came back before the others were scored
+
+
+def test_an_interrupted_likelihood_run_keeps_the_finished_batches(tiny_causal_lm, tmp_path):
+    """A crash in the first model pass of the second batch of contexts leaves the first
+    batch's six answers in records.jsonl; the resumed run asks only the other twelve."""
+    backend = load_backend(f"hf:{tiny_causal_lm}", {"batch_size": 2})
+    requests = _questions(6)
+    calls = _count_passes(backend.model)
+    first_batch = next(n for _, n in ((i, calls["n"]) for i, _ in backend.stream(requests)))
+    calls["restore"]()
+    calls = _count_passes(backend.model, fail_at=first_batch + 1)
+    store = RunStore.open(tmp_path / "run", backend=backend)
+    with pytest.raises(RuntimeError, match="simulated"):
+        store.run(requests)
+    calls["restore"]()
+    kept = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+    assert len(kept) == 6
+    again = RunStore.open(tmp_path / "run", backend=backend)
+    records = again.run(requests)
+    assert again.last_stats["reused"] == 6 and again.last_stats["asked"] == 12
+    assert all(r.response is not None for r in records)
+
+
 def test_fill_mask_gives_top_k_with_probabilities(masked):
     (result,) = masked.fill_mask([FillMaskRequest("the capital of [MASK] is paris.", top_k=5)])
     candidates = result.candidates
@@ -197,3 +257,16 @@ def test_tiny_masked_lm_is_the_same_in_every_process(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
     for name in ("tokenizer.json", "model.safetensors"):
         assert (here / name).read_bytes() == (tmp_path / "there" / name).read_bytes(), name
+
+
+def test_the_boundary_option_keys_its_answers_apart(tiny_causal_lm):
+    """boundary=context-length (the Chronologic authors' tokenisation) changes answers, so
+    it is part of the request key; the default leaves the keys of existing runs as they were."""
+    request = LoglikelihoodRequest("ANSWER: ", "yes")
+    default = load_backend(f"hf:{tiny_causal_lm}")
+    authors = load_backend(f"hf:{tiny_causal_lm}", {"boundary": "context-length"})
+    assert "boundary" not in default.key_identity()["options"]
+    assert default.key(request) != authors.key(request)
+    assert authors.loglikelihood([request])[0].n_tokens == default.loglikelihood([request])[0].n_tokens - 1
+    with pytest.raises(EvalError, match="boundary must be one of harness, context-length"):
+        load_backend(f"hf:{tiny_causal_lm}", {"boundary": "joint"})

@@ -12,7 +12,7 @@ from histbench.builders.core.errors import EvalError  # noqa: E402
 from histbench.eval.backends import LoglikelihoodRequest as LL  # noqa: E402
 from histbench.eval.likelihood import encode_requests, loglikelihood, model_max_length  # noqa: E402
 
-TOL = 1e-4  # per request, float32 on CPU
+TOL = 1e-5  # per request, float32 on CPU (measured: at most 1.4e-6 on this model)
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +235,49 @@ def test_tokenisation_is_the_harness_own_when_lm_eval_is_installed(tiny, bos_tok
             else:
                 ctx, cont = lm._encode_pair(request.context, request.continuation)
             assert (item.context, item.continuation) == (tuple(ctx), tuple(cont)), request
+
+
+AUTHORS_CONTEXT = (
+    "The following question asks for information from a British encyclopedia published in 1880.\n"
+    "If the author(s) of this text would not have been able to answer the question, reply 'insufficient information'.\n"
+    "QUESTION: What is the capital of France?\nANSWER: "
+)
+AUTHORS_ANSWERS = ["Paris", "The capital of France is Paris.", "yes", "London, in 1851", "insufficient information", "in"]
+# The Chronologic authors' _score_answer_ll_hf (chronologic/evalcode/benchmark_evaluation.py,
+# GitHub Historical-AI-Lab/GPT-1914 commit 69508ca) run outside this repository on the tiny
+# causal LM (build_tiny_causal_lm, seed 0) after their own prompt: mean per-token
+# log-likelihood of each answer, and how many answer tokens their slicing scores.
+AUTHORS_MEANS = [-5.444805145263672, -6.49008321762085, -6.032783031463623, -6.043135643005371,
+                 -6.481224060058594, 0.0]
+AUTHORS_TOKENS = [2, 17, 1, 8, 15, 0]
+
+
+def test_context_length_boundary_reproduces_the_chronologic_authors(tiny):
+    """boundary="context-length": the context keeps its trailing space, the answer's tokens
+    are those after the context's token count; " yes" loses its first token (the space
+    merged into it) and " in" keeps none, scored 0.0 over 0 tokens as their code does."""
+    model, tokenizer = tiny
+    requests = [LL(AUTHORS_CONTEXT, a) for a in AUTHORS_ANSWERS]
+    theirs = loglikelihood(model, tokenizer, requests, boundary="context-length")
+    assert [r.n_tokens for r in theirs] == AUTHORS_TOKENS
+    means = [r.logprob / r.n_tokens if r.n_tokens else r.logprob for r in theirs]
+    assert means == pytest.approx(AUTHORS_MEANS, abs=1e-5)
+    harness = loglikelihood(model, tokenizer, requests)
+    assert [r.n_tokens for r in harness] == [3, 18, 2, 9, 16, 1]  # every answer token, the space with the first
+    with pytest.raises(EvalError, match="unknown boundary"):
+        loglikelihood(model, tokenizer, requests, boundary="joint")
+
+
+@pytest.mark.parametrize(("method", "batch_size", "token_budget"), [("prefix", 8, 2048), ("prefix", 3, 40), ("naive", 4, 2048)])
+def test_in_float64_the_batched_scores_are_the_unpadded_ones_exactly(tiny, method, batch_size, token_budget):
+    """Issue 13 (engine): padding, masks, cached prefixes and position ids change nothing
+    but float rounding. In float64 the prefix-shared (and padded naive) scores equal an
+    independent pass over each unpadded sequence alone to 1e-10; what remains in float32
+    is rounding (bound measured on SmolLM2 in test_smollm2.py and docs/engine.md)."""
+    import copy
+
+    model, tokenizer = tiny
+    model64 = copy.deepcopy(model).double()
+    results = loglikelihood(model64, tokenizer, MIXED, method=method, batch_size=batch_size, token_budget=token_budget)
+    worst = max(abs(r.logprob - reference(model64, tokenizer, q)[0]) for q, r in zip(MIXED, results, strict=True))
+    assert worst <= 1e-10
