@@ -20,10 +20,12 @@ are in the Middle East and North Africa; Mongolia is in East Asia).
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.readers import read_text_utf8
 
 REGIONS: tuple[str, ...] = (
     "Western",
@@ -59,15 +61,14 @@ class CountryTable:
     @classmethod
     def load(cls, path: Path) -> CountryTable:
         path = Path(path)
+        reader = csv.DictReader(io.StringIO(read_text_utf8(path), newline=""))
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SourceError(f"country table lacks columns {missing} (expected {list(COLUMNS)})", file=path)
         try:
-            with path.open(encoding="utf-8", newline="") as handle:
-                reader = csv.DictReader(handle)
-                missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-                if missing:
-                    raise SourceError(f"country table lacks columns {missing} (expected {list(COLUMNS)})", file=path)
-                rows = list(reader)
-        except OSError as exc:
-            raise SourceError(f"cannot read the country table: {exc}", file=path) from exc
+            rows = list(reader)
+        except csv.Error as exc:
+            raise SourceError(f"the country table is not valid CSV: {exc}", file=path, row=reader.line_num) from exc
         countries: list[Country] = []
         aliases: dict[str, str] = {}
         seen: dict[str, int] = {}

@@ -70,6 +70,7 @@ from pathlib import Path
 import yaml
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.readers import read_text_utf8
 
 REGISTRY_FORMAT = "chronoculture-registry/1"
 TOPIC_CATEGORIES: tuple[str, ...] = (
@@ -458,9 +459,7 @@ def load_registry(path: Path) -> Registry:
     where = _Where(path)
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the same data, faster
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
-    except OSError as exc:
-        raise SourceError(f"cannot read the question registry: {exc}", file=path) from exc
+        data = yaml.load(read_text_utf8(path), Loader=loader) or {}
     except yaml.YAMLError as exc:
         raise SourceError(f"the question registry is not valid YAML: {exc}", file=path) from exc
     if not isinstance(data, dict):

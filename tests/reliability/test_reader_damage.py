@@ -259,20 +259,15 @@ def _cc_survey(path: Path):
 
 OTHER_READERS = [
     pytest.param("italian.conllu", ITALIAN / "cavalcanti" / "sample_sonetto.conllu", _italian_conllu, None,
-                 id="italian-conllu", marks=pytest.mark.xfail(strict=True, reason=(
-                     "fixed on branch italian: a CoNLL-U file cut mid-sentence (KeyError 'head')"))),
+                 id="italian-conllu"),
     pytest.param("book", ITALIAN / "bibit" / "sample_bibit001", _italian_book, None, id="italian-tei-p4"),
     pytest.param("dantesources.ttl", ITALIAN / "dantesources.ttl", _italian_graph, None, id="italian-turtle"),
     pytest.param("persons.csv", SOURCES / "mher" / "sample" / "persons.csv", _mher_registry, SOURCES / "mher" / "sample",
                  id="mher-registry"),
     pytest.param("registry.yaml", SOURCES / "chronoculture" / "registry.yaml", _cc_registry, None,
-                 id="chronoculture-registry", marks=pytest.mark.xfail(strict=True, reason=(
-                     "fixed on branch cc-build: registry questions that are not mappings (AttributeError); "
-                     "not in its brief (reported): a registry that is not UTF-8 (UnicodeDecodeError)"))),
+                 id="chronoculture-registry"),
     pytest.param("countries.csv", SOURCES / "chronoculture" / "countries.csv", _cc_countries, None,
-                 id="chronoculture-countries", marks=pytest.mark.xfail(strict=True, reason=(
-                     "reader owned by branch cc-build, not in its brief (reported): a country table that is not "
-                     "UTF-8 (UnicodeDecodeError)"))),
+                 id="chronoculture-countries"),
     pytest.param("wvs.sav", SOURCES / "chronoculture" / "sample" / "wvs_timeseries_synthetic.sav", _cc_survey, None,
                  id="chronoculture-sav"),
 ]
