@@ -37,10 +37,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from rapidfuzz import fuzz
-from unidecode import unidecode
 
 from histbench.builders.core.errors import SourceError
+from histbench.builders.core.extras import require
 
 from .countries import Country, CountryTable
 from .readers import FileMeta
@@ -57,9 +56,14 @@ COUNTRY_NAMES = ("c_alphan", "country", "c_sample", "v4", "v3", "v5")
 WEIGHT_LABEL = re.compile(r"weighting|weight(ing)? factor|weight variable|design weight|^\s*weight\s*$", re.I)
 
 
+def _unidecode(text: str) -> str:
+    # imported on first use: building the other benchmarks needs none of this module's libraries
+    return require("unidecode", "matching survey variables by their labels").unidecode(text)
+
+
 def normal(text) -> str:
     """Lower-case ASCII words: accents, punctuation and a leading code ("1.", "01 -") removed."""
-    text = unidecode(str(text)).casefold().replace("&", " and ")
+    text = _unidecode(str(text)).casefold().replace("&", " and ")
     text = re.sub(r"^\s*-?\d+\s*[.):=-]?\s+", "", text)
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
@@ -105,6 +109,7 @@ def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...]
     if not answers:
         return "the variable has no labelled answer codes"
     normal_answers = {c: normal(v) for c, v in answers.items()}
+    fuzz = require("rapidfuzz", "matching survey answers to the registry's options").fuzz
     codes: list[tuple[float, ...]] = []
     for option in question.options:
         targets = [normal(t) for t in (option.label, *option.aliases)]
@@ -162,7 +167,7 @@ def locate_question(meta: FileMeta, question, exclude=frozenset()) -> Located | 
 # ------------------------------------------------------------------------------ country
 def country_from_label(label: str, countries: CountryTable) -> Country | None:
     """A country-table row for a value label such as 'DE-W-Germany-West', 'aus', 'West Germany'."""
-    raw = unidecode(str(label)).strip()
+    raw = _unidecode(str(label)).strip()
     if not raw:
         return None
     text = re.sub(r"^\s*\d+\s*[.):=]?\s+", "", raw).strip().upper()
