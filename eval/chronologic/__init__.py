@@ -83,9 +83,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permute-frames", action="store_true",
         help="wrong-context experiment (paper 6.3): each question gets the metadata frame of another "
-             "question of its group (seeded derangement, --seed): likelihood permutes within reasoning types, "
-             "generate within --frame-groups (default: the authors' groups)",
+             "question of its group (seeded derangement, --seed), in likelihood and generate modes alike",
     )
+    parser.add_argument("--frame-groups", choices=("authors", "reasoning_type"), default="authors",
+                        help="--permute-frames groups: the authors' (world context, character modelling, topic "
+                             "sentence + constrained generation, cloze / passage context; default) or reasoning types")
     add_model_arguments(parser)
 
 

@@ -35,9 +35,6 @@ def _add_generate(group) -> None:
     group.add_argument("--temperature", type=float, default=0.0, help="generate: sampling temperature (default 0 = greedy)")
     group.add_argument("--top-p", type=float, default=1.0, help="generate: nucleus sampling mass (default 1)")
     group.add_argument("--sampling-seed", type=int, help="generate: seed passed to backends that sample")
-    group.add_argument("--frame-groups", choices=("authors", "reasoning_type"), default="authors",
-                       help="generate --permute-frames: permute within the authors' groups (world context, character "
-                            "modelling, other book context, passage context; default) or within reasoning types")
     group.add_argument("--generation-prompts", type=Path, metavar="YAML",
                        help="generate/judge/anchors: another prompt file (default: sources/chronologic/generation_prompts.yaml)")
 

@@ -156,6 +156,7 @@ def evaluate(
     n_resamples: int = 1000,
     label: str | None = None,
     platt_fit: str = "nelder-mead",
+    frame_groups: str = "authors",
 ) -> dict:
     """Score one model (or the random baseline) and write the run folder; returns results."""
     from histbench.eval.signature import make_signature
@@ -169,12 +170,13 @@ def evaluate(
         raise UsageError("--bootstrap must be at least 1", field="--bootstrap")
     template = PromptTemplate.load(template_path)
     questions = load_questions(built, limit)
-    permutation = frame_permutation(questions, seed) if permute_frames else None
+    permutation = frame_permutation(questions, seed, frame_groups) if permute_frames else None
     scored_questions = apply_frames(questions, permutation)
     label = label or ("random choice" if baseline else backend.spec)
     run_dir = Path(run_dir) if run_dir else default_run_dir(RANDOM if baseline else backend.spec, permute_frames)
     run_options = {
         "mode": "likelihood", "permute_frames": permute_frames, "seed": seed, "limit": limit,
+        **({"frame_groups": frame_groups} if permute_frames else {}),
         "prompt_template_sha256": template.sha256,
     }
     if baseline:
@@ -192,7 +194,7 @@ def evaluate(
     signature = make_signature(
         dataset=built.identity(), backend=model_identity, decoding={"method": "loglikelihood"},
         prompt_template_hash=template.sha256, mode="likelihood",
-        **({"frames": f"permuted-seed{seed}"} if permute_frames else {}),
+        **({"frames": f"permuted-{frame_groups}-seed{seed}"} if permute_frames else {}),
     )
     results = {
         "benchmark": "chronologic",
@@ -242,6 +244,7 @@ def run(args: argparse.Namespace) -> None:
             permute_frames=args.permute_frames, template_path=args.prompt_template, n_resamples=args.bootstrap,
             label=args.label,
             platt_fit=args.platt_fit,
+            frame_groups=args.frame_groups,
         )
     finally:
         if backend is not None:

@@ -72,7 +72,15 @@ def test_permuted_frames_change_the_contexts(sample_build, tmp_path):
     frames = {q["question_number"]: q["metadata_frame"] for q in built.load("questions", "test").to_list()}
     first = min(frames)
     assert backend.contexts[0].startswith(frames[donors[str(first)]])
-    assert results["label"].endswith("(wrong frames)") and "frames:permuted-seed4" in results["signature"]["text"]
+    assert results["label"].endswith("(wrong frames)") and "frames:permuted-authors-seed4" in results["signature"]["text"]
+    # the authors' groups (their ExperimentPlan: world context, character modelling, book
+    # context, passage context): no frame crosses a group
+    from histbench.eval.chronologic.data import frame_group
+
+    by_number = {q["question_number"]: q for q in built.load("questions", "test").to_list()}
+    assert all(frame_group(by_number[int(k)], "authors") == frame_group(by_number[v], "authors")
+               for k, v in donors.items())
+    assert results["options"]["frame_groups"] == "authors"
 
 
 def test_backend_without_loglikelihood_is_a_usage_error(sample_build, tmp_path):

@@ -161,7 +161,8 @@ def test_memorisation(built, chat_server, tmp_path):
     result = A.memorisation(built, read, load_backend(server.spec(), FAST), tmp_path / "mem")
     assert result["correct"] == 1 and result["items"] == 3
     assert result["skill_by_book"] == {"histbench_sample_gar1907": 0.5, "histbench_sample_rail1876": pytest.approx(-1 / 3)}
-    prompt = server.bodies[0]["messages"][0]["content"]
+    # requests run concurrently: take the one that asked about the first passage
+    prompt = next(b["messages"][0]["content"] for b in server.bodies if '"Then [MASK] said so."' in b["messages"][0]["content"])
     assert prompt.startswith("You have seen the following passage in your training data.") and '"Then [MASK] said so."' in prompt
     assert A.parse_name("<name> Gerty </name>") == "Gerty" and A.same_name("gerty.", "Gerty")
     assert A.skill_score(True, 4) == 1.0 and A.skill_score(False, 4) == pytest.approx(-1 / 3)
