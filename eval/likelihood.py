@@ -26,7 +26,7 @@ Tokenisation is the harness's, so that numbers are comparable:
 - the window is the model config's n_positions / max_position_embeddings / n_ctx, else the
   tokenizer's model_max_length, else 2048 (also the harness's order), unless given.
 
-`boundary="context-length"` is the other convention, that of the Chronologic authors'
+A request with `boundary="context-length"` follows the other convention, that of the Chronologic authors'
 evaluation code (benchmark_evaluation.py, _score_answer_ll_hf): the context is encoded as
 it is (its trailing whitespace stays), the continuation's tokens are those of
 context+continuation after as many tokens as the context alone has, and the model reads
@@ -60,7 +60,6 @@ from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
 DEFAULT_MAX_LENGTH = 2048
 _HUGE_TOKENIZER_LENGTH = 10**17
 METHODS = ("prefix", "naive")
-BOUNDARIES = ("harness", "context-length")
 #: most padding a continuation row may carry in a shared pass (share of the pass's width)
 PAD_SHARE = 0.2
 
@@ -108,24 +107,21 @@ def encode_requests(
     max_length: int,
     add_bos_token: bool | None = None,
     prefix_id: int | None = None,
-    boundary: str = "harness",
 ) -> list[Encoded]:
-    """Tokenise (context, continuation) pairs with the harness convention (or the
-    "context-length" one, see the module) and cut each from the left to max_length + 1
-    tokens."""
-    if boundary not in BOUNDARIES:
-        raise EvalError(f"unknown boundary {boundary!r} (known: {', '.join(BOUNDARIES)})", field="boundary")
-    keep_spaces = boundary == "context-length"
+    """Tokenise (context, continuation) pairs with each request's boundary convention (the
+    harness's, or "context-length", see the module) and cut each from the left to
+    max_length + 1 tokens."""
     prefix_id = prefix_token_id(tokenizer) if prefix_id is None else prefix_id
     bos_text = tokenizer.decode([prefix_id])
     contexts: list[str] = []
     wholes: list[str] = []
     alone: list[str] = []
-    plan: list[tuple[str, int]] = []  # ("alone", i) or ("pair", i)
+    plan: list[tuple[str, int, bool]] = []  # ("alone", i, keep) or ("pair", i, keep)
     for request in requests:
         context, continuation = request.context, request.continuation
+        keep_spaces = request.boundary == "context-length"
         if context == "":
-            plan.append(("alone", len(alone)))
+            plan.append(("alone", len(alone), keep_spaces))
             alone.append(continuation)
             continue
         spaces = len(context) - len(context.rstrip())
@@ -133,10 +129,10 @@ def encode_requests(
             continuation = context[-spaces:] + continuation
             context = context[:-spaces]
         if context == "":  # a whitespace-only context: nothing but the prefix token
-            plan.append(("alone", len(alone)))
+            plan.append(("alone", len(alone), keep_spaces))
             alone.append(continuation)
             continue
-        plan.append(("pair", len(contexts)))
+        plan.append(("pair", len(contexts), keep_spaces))
         contexts.append(context)
         wholes.append(context + continuation)
     unique_contexts = list(dict.fromkeys(contexts))
@@ -160,7 +156,7 @@ def encode_requests(
     whole_ids = encode(wholes, add_bos_token)
     alone_ids = encode(alone, False)
     out: list[Encoded] = []
-    for n, (how, i) in enumerate(plan):
+    for n, (how, i, keep_spaces) in enumerate(plan):
         if how == "alone":
             cont = alone_ids[i]
             ctx, cont = ([prefix_id], cont) if not cont or cont[0] != prefix_id else (cont[:1], cont[1:])
@@ -426,14 +422,13 @@ def iter_loglikelihood(
     max_length: int | None = None,
     add_bos_token: bool | None = None,
     token_budget: int = 2048,
-    boundary: str = "harness",
 ) -> Iterator[tuple[list[int], list[LoglikelihoodResult]]]:
     """Score requests and yield (request indices, results) as each batch completes (a
     batch of `batch_size` distinct contexts with all their continuations for method
     "prefix", which shares each context's computation among its continuations; a batch
     of `batch_size` pairs for "naive", which runs every pair in full, as
     lm-evaluation-harness does). A caller that stores every batch it receives loses at
-    most the batch in flight. With boundary "context-length", a continuation left with no
+    most the batch in flight. A "context-length" request whose continuation is left with no
     token of its own comes back first, as 0.0 over 0 tokens."""
     if method not in METHODS:
         raise EvalError(f"unknown likelihood method {method!r} (known: {', '.join(METHODS)})", field="loglikelihood_method")
@@ -441,7 +436,7 @@ def iter_loglikelihood(
     if not requests:
         return
     window = max_length or model_max_length(model, tokenizer)
-    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token, boundary=boundary)
+    encoded = encode_requests(tokenizer, requests, max_length=window, add_bos_token=add_bos_token)
     empty = [i for i, item in enumerate(encoded) if not item.continuation]
     if empty:
         yield empty, [LoglikelihoodResult(logprob=0.0, n_tokens=0, is_greedy=False) for _ in empty]

@@ -113,17 +113,26 @@ class GenerateRequest:
         }
 
 
+# Which tokens of context+continuation are the continuation's (see LoglikelihoodRequest).
+BOUNDARIES = ("harness", "context-length")
+
+
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     """log P(continuation | context), summed over the continuation's tokens.
 
-    Tokenisation follows lm-evaluation-harness: trailing whitespace of the context moves
-    to the start of the continuation, and the continuation's tokens are those of
-    context+continuation after the context's tokens.
+    `boundary` says which tokens are the continuation's (histbench.eval.likelihood):
+    "harness" (the default, lm-evaluation-harness's convention: trailing whitespace of the
+    context moves to the start of the continuation, and the continuation's tokens are those
+    of context+continuation after the context's tokens) or "context-length" (the Chronologic
+    authors' convention: the context keeps its whitespace, the continuation's tokens are
+    those after as many tokens as the context alone has). It is part of the request, so of
+    its key; the default adds nothing to the key.
     """
 
     context: str
     continuation: str
+    boundary: str = "harness"
 
     kind: ClassVar[str] = LOGLIKELIHOOD
 
@@ -132,9 +141,15 @@ class LoglikelihoodRequest:
             raise EvalError("a LoglikelihoodRequest takes two strings (context, continuation)")
         if not self.continuation:
             raise EvalError("a LoglikelihoodRequest's continuation is empty", field="continuation")
+        if self.boundary not in BOUNDARIES:
+            raise EvalError(f"unknown tokenisation boundary {self.boundary!r} (known: {', '.join(BOUNDARIES)})",
+                            field="boundary")
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "context": self.context, "continuation": self.continuation}
+        data = {"kind": self.kind, "context": self.context, "continuation": self.continuation}
+        if self.boundary != "harness":  # keys of requests made before the field existed stay as they were
+            data["boundary"] = self.boundary
+        return data
 
 
 @dataclass(frozen=True)

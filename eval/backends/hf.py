@@ -87,8 +87,6 @@ class HFBackend(Backend):
         "add_bos_token": (None, "loglikelihood: encode with special tokens: null = the tokenizer's default (as the harness), true, false"),
         "loglikelihood_method": ("prefix", "prefix (shared context passes) or naive (one full pass per pair, like the harness)"),
         "token_budget": (2048, "loglikelihood: most rows x tokens per continuation pass (memory bound)"),
-        "boundary": ("harness", "loglikelihood: harness (trailing context spaces move to the continuation, every "
-                                "continuation token scored) or context-length (the Chronologic authors' convention)"),
         "task": ("auto", "auto, causal or masked"),
         "trust_remote_code": (False, "allow model code from the Hub"),
     }
@@ -109,11 +107,6 @@ class HFBackend(Backend):
         self.options["chat_template"] = CHAT_TEMPLATE_MODES[self.options["chat_template"]]
         if self.options["dtype"] not in DTYPES:
             raise EvalError(f"dtype must be one of {', '.join(DTYPES)}, got {self.options['dtype']!r}", field="--model-option")
-        from histbench.eval.likelihood import BOUNDARIES
-
-        if self.options["boundary"] not in BOUNDARIES:
-            raise EvalError(f"boundary must be one of {', '.join(BOUNDARIES)}, got {self.options['boundary']!r}",
-                            field="--model-option")
         self._model = None
         self._tokenizer = None
         self._device: str | None = None
@@ -214,8 +207,6 @@ class HFBackend(Backend):
     def key_identity(self) -> dict:
         ident = super().key_identity()
         ident["options"] = {**ident["options"], "dtype": self.dtype_name, "task": self.task}
-        if self.options["boundary"] != "harness":  # keys of default runs stay what they were
-            ident["options"]["boundary"] = self.options["boundary"]
         return ident
 
     # -- loading ------------------------------------------------------------------------------
@@ -383,7 +374,6 @@ class HFBackend(Backend):
                     max_length=self.options["max_length"],
                     add_bos_token=self.options["add_bos_token"],
                     token_budget=int(self.options["token_budget"]),
-                    boundary=self.options["boundary"],
                 ):
                     yield [indices[step[k]] for k in positions], results
                 step = []

@@ -199,7 +199,7 @@ class VLLMBackend(Backend):
             for n, output in zip(chunk, outputs, strict=True):
                 item = encoded[n]
                 positions = output.prompt_logprobs[len(item.context) :]
-                total, greedy = 0.0, True
+                total, greedy = 0.0, bool(item.continuation)  # no token of its own: 0.0, as hf scores it
                 for token, entry in zip(item.continuation, positions, strict=True):
                     logprob = entry[token]
                     total += float(logprob.logprob)

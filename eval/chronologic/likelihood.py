@@ -37,6 +37,12 @@ RESULTS_NAME = "results.json"
 LEDGER_NAME = "questions.jsonl"
 DEFAULT_RUNS = Path("runs") / "chronologic"
 RANDOM = "random"
+# --tokenisation -> LoglikelihoodRequest.boundary. The paper (5.1) says an option's score is
+# its mean per-token log-likelihood but not which tokens are the answer's; the authors' code
+# (benchmark_evaluation.py, _score_answer_ll_hf) keeps the prompt's trailing space in the
+# context and scores the tokens after the context's own token count, which is how their
+# published Table 3 came about, so it is the default.
+TOKENISATION = {"authors": "context-length", "harness": "harness"}
 
 
 def add_arguments(group) -> None:
@@ -51,6 +57,11 @@ def add_arguments(group) -> None:
                        help="how the Table 3 Brier's Platt calibration is fitted: nelder-mead (the authors' "
                             "optimiser, default: figures compare with the published ones) or newton (the exact "
                             "maximum-likelihood fit)")
+    group.add_argument("--tokenisation", choices=sorted(TOKENISATION), default="authors",
+                       help="likelihood: which tokens are an answer's. authors (default): the Chronologic authors' "
+                            "convention, which their published Table 3 used (the prompt's trailing space stays in the "
+                            "context, the answer's tokens are those after the context's token count); harness: "
+                            "lm-evaluation-harness's (every answer token scored, as `histbench export lm-eval` runs)")
     add_published_argument(group)
 
 
@@ -77,15 +88,18 @@ def default_run_dir(label: str, permuted: bool) -> Path:
     return DEFAULT_RUNS / f"likelihood-{_slug(label)}{'-wrong-frames' if permuted else ''}"
 
 
-def build_requests(questions: list[dict], template) -> tuple[list, list[tuple[int, int]]]:
-    """One LoglikelihoodRequest per option; returns requests and (question, option) index pairs."""
+def build_requests(questions: list[dict], template, tokenisation: str = "authors") -> tuple[list, list[tuple[int, int]]]:
+    """One LoglikelihoodRequest per option, with the tokenisation boundary of `tokenisation`
+    (TOKENISATION); returns requests and (question, option) index pairs."""
     from histbench.eval.backends import LoglikelihoodRequest
 
+    boundary = TOKENISATION[tokenisation]
     requests, where = [], []
     for qi, question in enumerate(questions):
         context = template.render_context(question)
         for oi, answer in enumerate(question["answer_strings"]):
-            requests.append(LoglikelihoodRequest(context=context, continuation=template.render_continuation(answer)))
+            requests.append(LoglikelihoodRequest(context=context, continuation=template.render_continuation(answer),
+                                                 boundary=boundary))
             where.append((qi, oi))
     return requests, where
 
@@ -101,7 +115,7 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
             f"--mode likelihood needs a model that gives log-likelihoods; {backend.spec!r} supports "
             f"{', '.join(sorted(backend.supports)) or 'nothing'} (use an hf: or vllm: model)", field="--model",
         )
-    requests, where = build_requests(questions, template)
+    requests, where = build_requests(questions, template, run_options.get("tokenisation", "authors"))
     store = RunStore.open(run_dir, backend=backend, dataset=built, options=run_options)
     records = store.run(requests, desc="chronologic likelihood")
     counts = summarize(records)
@@ -124,7 +138,7 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
     counts["options_scored_over_no_tokens"] = sum(t == 0 for row in tokens for t in row)
     if counts["options_scored_over_no_tokens"]:
         log(f"[chronologic] {counts['options_scored_over_no_tokens']} options had no token of their own after the "
-            "context (boundary=context-length) and score 0.0, as in the authors' code")
+            "context (the authors' tokenisation) and score 0.0, as in their code")
     return scores, counts
 
 
@@ -157,6 +171,7 @@ def evaluate(
     label: str | None = None,
     platt_fit: str = "nelder-mead",
     frame_groups: str = "authors",
+    tokenisation: str = "authors",
 ) -> dict:
     """Score one model (or the random baseline) and write the run folder; returns results."""
     from histbench.eval.signature import make_signature
@@ -176,7 +191,7 @@ def evaluate(
     run_dir = Path(run_dir) if run_dir else default_run_dir(RANDOM if baseline else backend.spec, permute_frames)
     run_options = {
         "mode": "likelihood", "permute_frames": permute_frames, "seed": seed, "limit": limit,
-        **({"frame_groups": frame_groups} if permute_frames else {}),
+        **({"frame_groups": frame_groups} if permute_frames else {}), "tokenisation": tokenisation,
         "prompt_template_sha256": template.sha256,
     }
     if baseline:
@@ -192,7 +207,7 @@ def evaluate(
         model_identity = backend.identity()
     metrics = aggregate(scores, n_resamples=n_resamples, seed=seed, platt_fit=platt_fit)
     signature = make_signature(
-        dataset=built.identity(), backend=model_identity, decoding={"method": "loglikelihood"},
+        dataset=built.identity(), backend=model_identity, decoding={"method": "loglikelihood", "tokenisation": tokenisation},
         prompt_template_hash=template.sha256, mode="likelihood",
         **({"frames": f"permuted-{frame_groups}-seed{seed}"} if permute_frames else {}),
     )
@@ -245,6 +260,7 @@ def run(args: argparse.Namespace) -> None:
             label=args.label,
             platt_fit=args.platt_fit,
             frame_groups=args.frame_groups,
+            tokenisation=args.tokenisation,
         )
     finally:
         if backend is not None:

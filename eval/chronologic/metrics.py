@@ -192,8 +192,8 @@ def score_question(question: dict, loglik: Sequence[float], n_tokens: Sequence[i
         raise EvalError(f"question {number}: {len(loglik)} scores for {len(answers)} options")
     s = np.asarray(loglik, dtype=float)
     t = np.asarray(n_tokens, dtype=float)
-    # 0 tokens only comes with the authors' tokenisation boundary (backend option
-    # boundary=context-length): an answer left with no token of its own, scored 0.0 by
+    # 0 tokens only comes with the authors' tokenisation boundary (--tokenisation authors,
+    # the default): an answer left with no token of its own, scored 0.0 by
     # their code, and so here (its mean is 0.0)
     invalid = (t < 0) | ((t == 0) & (s != 0.0))
     if invalid.any():

@@ -155,28 +155,33 @@ def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
     assert "row 2, column 'overall_brier': expected a number" in capsys.readouterr().err
 
 
-def test_authors_boundary_runs_end_to_end(sample_build, tmp_path, tiny_causal_lm):
-    """--model-option boundary=context-length (the authors' tokenisation) through the whole
-    mode: every option loses the token its first word shares with the prompt's last space,
-    and an option left with none scores 0.0 (counted), as in their code."""
+def test_authors_tokenisation_is_the_default_and_harness_an_option(sample_build, tmp_path, tiny_causal_lm):
+    """--tokenisation authors (the default, how the published Table 3 came about): every
+    option loses the token its first word shares with the prompt's last space, and an option
+    left with none scores 0.0 (counted), as in their code; --tokenisation harness scores
+    every answer token. The two are different requests (different keys), one model."""
     from histbench.eval.backends import load_backend
 
     built = BuiltDataset.open(sample_build)
+    backend = load_backend(f"hf:{tiny_causal_lm}")
     results = {}
-    for boundary in ("harness", "context-length"):
-        backend = load_backend(f"hf:{tiny_causal_lm}", {"boundary": boundary})
-        try:
-            results[boundary] = evaluate(built, backend=backend, run_dir=tmp_path / boundary, n_resamples=20,
-                                         platt_fit="newton")
-        finally:
-            backend.close()
+    try:
+        results["authors"] = evaluate(built, backend=backend, run_dir=tmp_path / "authors", n_resamples=20,
+                                      platt_fit="newton")
+        results["harness"] = evaluate(built, backend=backend, run_dir=tmp_path / "harness", n_resamples=20,
+                                      platt_fit="newton", tokenisation="harness")
+    finally:
+        backend.close()
     ledgers = {b: [json.loads(line) for line in (tmp_path / b / "questions.jsonl").read_text().splitlines()]
                for b in results}
     harness_tokens = [t for row in ledgers["harness"] for t in row["n_tokens"]]
-    authors_tokens = [t for row in ledgers["context-length"] for t in row["n_tokens"]]
+    authors_tokens = [t for row in ledgers["authors"] for t in row["n_tokens"]]
     assert all(a <= h for a, h in zip(authors_tokens, harness_tokens, strict=True))
     assert sum(a < h for a, h in zip(authors_tokens, harness_tokens, strict=True)) > 0
     zero = sum(t == 0 for t in authors_tokens)
-    assert results["context-length"]["counts"]["options_scored_over_no_tokens"] == zero
+    assert results["authors"]["counts"]["options_scored_over_no_tokens"] == zero
     assert results["harness"]["counts"]["options_scored_over_no_tokens"] == 0
-    assert results["context-length"]["model"]["options"]["boundary"] == "context-length"
+    assert results["authors"]["options"]["tokenisation"] == "authors"
+    assert "tokenisation=authors" in results["authors"]["signature"]["text"]
+    records = [json.loads(line) for line in (tmp_path / "authors" / "records.jsonl").read_text().splitlines()]
+    assert {r["request"].get("boundary") for r in records} == {"context-length"}

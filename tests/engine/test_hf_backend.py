@@ -259,14 +259,15 @@ def test_tiny_masked_lm_is_the_same_in_every_process(tmp_path):
         assert (here / name).read_bytes() == (tmp_path / "there" / name).read_bytes(), name
 
 
-def test_the_boundary_option_keys_its_answers_apart(tiny_causal_lm):
-    """boundary=context-length (the Chronologic authors' tokenisation) changes answers, so
-    it is part of the request key; the default leaves the keys of existing runs as they were."""
-    request = LoglikelihoodRequest("ANSWER: ", "yes")
-    default = load_backend(f"hf:{tiny_causal_lm}")
-    authors = load_backend(f"hf:{tiny_causal_lm}", {"boundary": "context-length"})
-    assert "boundary" not in default.key_identity()["options"]
-    assert default.key(request) != authors.key(request)
-    assert authors.loglikelihood([request])[0].n_tokens == default.loglikelihood([request])[0].n_tokens - 1
-    with pytest.raises(EvalError, match="boundary must be one of harness, context-length"):
-        load_backend(f"hf:{tiny_causal_lm}", {"boundary": "joint"})
+def test_the_tokenisation_boundary_is_part_of_the_request_and_its_key(tiny_causal_lm):
+    """boundary="context-length" (the Chronologic authors' tokenisation) changes answers, so
+    it is part of the request's key; the default leaves the keys of existing runs as they were."""
+    backend = load_backend(f"hf:{tiny_causal_lm}")
+    harness = LoglikelihoodRequest("ANSWER: ", "yes")
+    authors = LoglikelihoodRequest("ANSWER: ", "yes", boundary="context-length")
+    assert harness.to_dict() == {"kind": "loglikelihood", "context": "ANSWER: ", "continuation": "yes"}
+    assert backend.key(harness) != backend.key(authors)
+    theirs, ours = backend.loglikelihood([authors, harness])
+    assert theirs.n_tokens == ours.n_tokens - 1
+    with pytest.raises(EvalError, match="unknown tokenisation boundary 'joint'"):
+        LoglikelihoodRequest("ANSWER: ", "yes", boundary="joint")

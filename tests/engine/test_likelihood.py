@@ -258,14 +258,14 @@ def test_context_length_boundary_reproduces_the_chronologic_authors(tiny):
     merged into it) and " in" keeps none, scored 0.0 over 0 tokens as their code does."""
     model, tokenizer = tiny
     requests = [LL(AUTHORS_CONTEXT, a) for a in AUTHORS_ANSWERS]
-    theirs = loglikelihood(model, tokenizer, requests, boundary="context-length")
+    theirs = loglikelihood(model, tokenizer, [LL(AUTHORS_CONTEXT, a, boundary="context-length") for a in AUTHORS_ANSWERS])
     assert [r.n_tokens for r in theirs] == AUTHORS_TOKENS
     means = [r.logprob / r.n_tokens if r.n_tokens else r.logprob for r in theirs]
     assert means == pytest.approx(AUTHORS_MEANS, abs=1e-5)
     harness = loglikelihood(model, tokenizer, requests)
     assert [r.n_tokens for r in harness] == [3, 18, 2, 9, 16, 1]  # every answer token, the space with the first
-    with pytest.raises(EvalError, match="unknown boundary"):
-        loglikelihood(model, tokenizer, requests, boundary="joint")
+    mixed = loglikelihood(model, tokenizer, [LL(AUTHORS_CONTEXT, "yes", boundary="context-length"), LL(AUTHORS_CONTEXT, "yes")])
+    assert [r.n_tokens for r in mixed] == [AUTHORS_TOKENS[2], 2]  # each request keeps its own convention in one batch
 
 
 @pytest.mark.parametrize(("method", "batch_size", "token_budget"), [("prefix", 8, 2048), ("prefix", 3, 40), ("naive", 4, 2048)])
