@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 from histbench.builders.core.errors import BuildError
 from histbench.builders.core.extras import require
@@ -88,6 +87,8 @@ class Embedder:
 def similarities(matrix, vector) -> np.ndarray:
     """Cosine similarity of every row of `matrix` with `vector` (one row of the same
     kind), as a 1-D array; both dense or both sparse, rows L2-normalised."""
+    from scipy import sparse  # here, not at import: `histbench build chronologic` needs no [build] extra
+
     if sparse.issparse(matrix):
         row = vector if sparse.issparse(vector) else sparse.csr_matrix(vector)
         return np.asarray((matrix @ row.T).todense()).ravel()
@@ -98,6 +99,8 @@ def pair_similarity(embedder: Embedder, left: list[str], right: list[str]) -> np
     """Cosine similarity of left[i] with right[i] (one encode call for both lists)."""
     if not left:
         return np.zeros(0)
+    from scipy import sparse
+
     vectors = embedder.encode(list(left) + list(right))
     a, b = vectors[: len(left)], vectors[len(left):]
     if sparse.issparse(vectors):
