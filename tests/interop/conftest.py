@@ -19,12 +19,13 @@ def build_sample(name: str, out: Path, **options) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_builds(tmp_path_factory) -> dict[str, Path]:
-    """chronologic, chronoculture and italian built from their bundled samples (italian with
-    the TF-IDF stand-in embeddings: no model load)."""
+    """chronologic, chronoculture, mher and italian built from their bundled samples
+    (italian with the TF-IDF stand-in embeddings: no model load)."""
     root = tmp_path_factory.mktemp("interop-builds")
     return {
         "chronologic": build_sample("chronologic", root),
         "chronoculture": build_sample("chronoculture", root),
+        "mher": build_sample("mher", root),
         "italian": build_sample("italian", root, embedding_model="tfidf"),
     }
 

@@ -96,7 +96,8 @@ def test_hub_build_is_loaded_at_the_commit_exported(sample_builds, tmp_path, mon
 def test_chronologic_documents_are_histbench_prompts(sample_builds, tmp_path):
     """The harness reads ClassLabel ids (reasoning_type); the reminder line of the authors'
     prompt depends on it, so the documents are rendered from the names (an id never
-    matches 'knowledge', and six of the nine reminders went missing)."""
+    matches 'knowledge': rendered from ids, the knowledge question without an
+    'insufficient information' option lost its reminder)."""
     from histbench.eval.chronologic.data import PromptTemplate
 
     folder = export_folder("chronologic", sample_builds["chronologic"], tmp_path / "task")
