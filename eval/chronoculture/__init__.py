@@ -60,6 +60,11 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
 
         run_report(args)
 
+    def exporters(self) -> dict[str, dict]:
+        from .lm_eval_export import EXPORTER
+
+        return {"lm-eval": EXPORTER}
+
     def demo(self, built, work_dir: Path, report_dir: Path):
         from .reporting_cli import demo
 

@@ -23,6 +23,15 @@ replaces the build's in the run's signature. `--sample N` asks only a seeded ran
 subset of N pairs, `--stratify shift_category` with equal shares per shift category
 (F.3's 300-pair sample); the sample is recorded in chronoculture.json and the signature.
 
+`--mode likelihood` scores the mcq config's modal-answer prompts (A.5) by likelihood
+instead of asking for an answer: each option, written as the prompt asks for it
+({"answer": "B"}), scored after the same prompt through the engine's log-likelihood
+requests (histbench.eval.choices), the likeliest option taken as the model's choice
+(`choice`; `choice_norm`: likeliest per character). Its predictions.jsonl holds the
+mcq_old / mcq_new choices and chronoculture.json their accuracy per prompt (acc and
+acc_norm of `histbench export lm-eval chronoculture`'s task) and the modal-answer cells
+of Table 5.
+
 Reference runs need no model: --baseline uniform (equal shares for every option) and
 the oracles frozen-oldest / frozen-newest (one year's gold distribution repeated for
 every prompt; in the modal-answer format they answer that distribution's mode). The static reference of C.1 (a model's undated answer used for both
@@ -58,6 +67,7 @@ from .data import (
 from .parsing import parse_choice, parse_distribution
 
 BASELINES = ("uniform", "frozen-oldest", "frozen-newest")
+MODES = ("generate", "likelihood")
 DECODING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 120}
 
 
@@ -66,6 +76,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
     add_run_arguments(parser, "chronoculture", limit="temporal pairs")
+    parser.add_argument("--mode", choices=MODES, default="generate",
+                        help="generate (default): the model answers the distribution prompts (and with --modal the "
+                             "modal-answer ones); likelihood: the modal-answer prompts of the mcq config scored by the "
+                             "log-likelihood of each option, as `histbench export lm-eval chronoculture` scores them "
+                             "(hf: or vllm: models)")
     parser.add_argument("--out", type=Path,
                         help="run folder (created; an existing one is resumed; default: runs/chronoculture-LABEL)")
     add_model_arguments(parser)
@@ -308,6 +323,91 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
     return info
 
 
+def check_mode(out: Path, mode: str) -> None:
+    """One run folder holds one mode's run (folders from before modes were recorded hold generate runs)."""
+    if (out / RUN_INFO_NAME).is_file():
+        from histbench.builders.core.readers import read_json_object
+
+        found = read_json_object(out / RUN_INFO_NAME, error=EvalError).get("mode") or "generate"
+        if found != mode:
+            raise UsageError(f"this folder holds a --mode {found} run; give the --mode {mode} run its own --out",
+                             file=out, field="--out")
+
+
+def modal_likelihood_summary(bench: Benchmark, rows: list[dict]) -> dict:
+    """Accuracy of the likelihood choices per modal-answer prompt (overall and per period,
+    by summed log-likelihood and per character) and the Table 5 cells (A.5) of the choices."""
+    from .analysis import modal_analysis
+
+    index = bench.index()
+    modal_row = {int(i): j for j, i in enumerate(bench.modal.pair_index)}
+    correct: dict[str, list[bool]] = {"choice": [], "choice_norm": []}
+    by_period: dict[str, dict[str, list[bool]]] = {p: {"choice": [], "choice_norm": []} for p in ("mcq_old", "mcq_new")}
+    for row in rows:
+        j = modal_row[index[row["pair_id"]]]
+        mode = bench.modal.mode_old[j] if row["period"] == "mcq_old" else bench.modal.mode_new[j]
+        for key in ("choice", "choice_norm"):
+            correct[key].append(int(row[key]) == int(mode))
+            by_period[row["period"]][key].append(int(row[key]) == int(mode))
+
+    def share(values: list[bool]) -> float:
+        return float(np.mean(values)) if values else float("nan")
+
+    preds = predictions_from_rows(bench, rows, "likelihood", "model")
+    return {
+        "prompts": len(correct["choice"]),
+        "accuracy": share(correct["choice"]), "accuracy_norm": share(correct["choice_norm"]),
+        "by_period": {p.removeprefix("mcq_"): {"prompts": len(v["choice"]), "accuracy": share(v["choice"]),
+                                              "accuracy_norm": share(v["choice_norm"])} for p, v in by_period.items()},
+        "table5": modal_analysis(bench, preds),
+    }
+
+
+def run_likelihood(built, bench: Benchmark, backend, out: Path, *, label: str | None = None,
+                   pairs: np.ndarray | None = None, sample: dict | None = None) -> dict:
+    """`--mode likelihood` (module doc): score the modal-answer prompts of the rows `pairs`
+    (default: all) through a RunStore in `out` and write the run files."""
+    import json as _json
+
+    from histbench.eval.choices import ChoiceItem, check_backend, score_items
+    from histbench.eval.runstore import RunStore
+    from histbench.eval.signature import make_signature
+
+    check_backend(backend)
+    check_mode(out, "likelihood")
+    if "mcq" not in built.configs or bench.modal is None:
+        raise EvalError("this build has no mcq config (modal-answer prompts)", file=built.path)
+    wanted = {bench.pair_id[i] for i in (range(bench.n) if pairs is None else pairs)}
+    mcq = [r for r in built.load("mcq", "test").select_columns(["pair_id", "option_letters", "messages_old", "messages_new"])
+           .to_list() if r["pair_id"] in wanted]
+    jobs = [(r["pair_id"], f"mcq_{period}", r[f"messages_{period}"], r["option_letters"]) for r in mcq for period in ("old", "new")]
+    identity, prompt_hash = _dataset_info(built)
+    store = RunStore.open(out, backend=backend, dataset=built,
+                          options={"benchmark": "chronoculture", "mode": "likelihood", "sample": sample})
+    log(f"[chronoculture] {len(jobs):,} modal-answer prompts scored by likelihood on {backend.spec}")
+    items = [ChoiceItem(tuple(messages), tuple(_json.dumps({"answer": letter}) for letter in letters))
+             for _, _, messages, letters in jobs]
+    scores = score_items(items, backend, store, desc="modal-answer prompts (likelihood)")
+    rows = [{"pair_id": pair_id, "period": period, "choice": score.choice, "choice_norm": score.choice_norm,
+             "logliks": list(score.logliks), "route": "likelihood", "error": None}
+            for (pair_id, period, _, _), score in zip(jobs, scores, strict=True)]
+    backend_identity = backend.identity()
+    extra = {"sample": sample_tag(sample)} if sample else {}
+    signature = make_signature(dataset=identity, backend=backend_identity,
+                               decoding={"method": "loglikelihood", "tokenisation": "harness"},
+                               prompt_template_hash=prompt_hash, mode="likelihood", **extra)
+    info = {
+        "label": label or f"{default_label(backend_identity, backend.spec)} (likelihood)", "kind": "model",
+        "mode": "likelihood", "model": backend.spec, "backend": backend_identity, "dataset": identity,
+        "prompt_templates_sha256": prompt_hash, "prompts": {"source": "build", "sha256": prompt_hash},
+        "sample": sample, "modal": True, "signature": signature.text, "signature_fields": signature.data,
+        "counts": _count(rows), "contexts_truncated": sum(s.truncated > 0 for s in scores),
+        "modal_likelihood": modal_likelihood_summary(bench, rows),
+    }
+    write_run(out, rows, info)
+    return info
+
+
 def default_label(identity: dict, spec: str, prompts: Path | None = None) -> str:
     """A short run label: the model name without its organisation or folder
     ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct'), and with `--prompts`
@@ -336,6 +436,17 @@ def _print_summary(out: Path, info: dict, bench: Benchmark, rows: list[dict]) ->
     print(f"run folder: {out}  (next: histbench report chronoculture {out} ... --out reports/chronoculture)")
 
 
+def _print_likelihood_summary(out: Path, info: dict) -> None:
+    summary = info["modal_likelihood"]
+    periods = "; ".join(f"{p} {v['accuracy']:.3f}" for p, v in summary["by_period"].items())
+    print(f"modal-answer prompts scored by likelihood: {summary['prompts']:,}; the likeliest option is the gold mode in "
+          f"{summary['accuracy']:.3f} of them ({periods}; per character {summary['accuracy_norm']:.3f})")
+    cells = "  ".join(f"{c} {v['both_correct']['estimate']:.3f} (of {v['kept']})"
+                      for c, v in summary["table5"]["by_category"].items() if v["kept"])
+    print(f"both periods correct (A.5, pairs with at least one correct): {cells or '-'}")
+    print(f"run folder: {out}")
+
+
 def run_eval(args: argparse.Namespace) -> None:
     from histbench.builders.core.dataset import BuiltDataset
 
@@ -353,6 +464,22 @@ def run_eval(args: argparse.Namespace) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError("--out must be a folder", file=out, field="--out")
     pairs, sample = choose_pairs(bench, args.sample, args.stratify, args.sample_seed, args.limit)
+    if args.mode == "likelihood":
+        if args.baseline:
+            raise UsageError("--mode likelihood scores a model's log-likelihoods; a baseline answers without one",
+                             field="--baseline")
+        if args.prompts is not None:
+            raise UsageError("--mode likelihood scores the build's own modal-answer prompts; --prompts is for generate",
+                             field="--prompts")
+        from histbench.eval.backends import backend_from_args
+
+        backend = backend_from_args(args)
+        try:
+            info = run_likelihood(built, bench, backend, out, label=args.label, pairs=pairs, sample=sample)
+        finally:
+            backend.close()
+        _print_likelihood_summary(out, info)
+        return
     if args.baseline:
         info = run_baseline(built, bench, args.baseline, out, args.label, pairs, sample)
     else:

@@ -146,12 +146,9 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         run_report(args, REPORTERS)
 
     def exporters(self) -> dict[str, dict]:
-        from .lm_eval_export import add_export_arguments, run_export
+        from .lm_eval_export import EXPORTER
 
-        return {"lm-eval": {
-            "help": "an lm-evaluation-harness task folder for the likelihood part of Chronologic-EN",
-            "add_arguments": add_export_arguments, "run": run_export,
-        }}
+        return {"lm-eval": EXPORTER}
 
     def demo(self, built, work_dir: Path, report_dir: Path):
         from .demo import run_demo

@@ -2,12 +2,17 @@
 
     histbench eval italian --model api:MODEL@URL --dataset build/italian-1.0.0 --out runs/NAME
     histbench eval italian --baseline random --dataset build/italian-1.0.0 --out runs/random
+    histbench eval italian --mode likelihood --model hf:MODEL --dataset build/italian-1.0.0 --out runs/NAME-lik
     histbench report italian runs/NAME runs/random --out runs/report-italian
 
 A model run sends one chat request per row (prompts: sources/italian/prompts.yaml, section
 `eval`; greedy decoding) through the run store (`runs/NAME/records.jsonl`: resumable, an
 answer is never paid twice) and writes `results.json` (metrics per task, signature) and
 `items/<task>.jsonl` (per-row scoring). Metrics: see `metrics.py` and `tasks.py`.
+
+`--mode likelihood` scores the multiple-choice form of the tasks instead (every option's
+log-likelihood after the same prompt; histbench.eval.choices), as the tasks of
+`histbench export lm-eval italian` (lm_eval_export.py) do in lm-evaluation-harness.
 """
 
 from __future__ import annotations
@@ -30,7 +35,13 @@ class ItalianEvaluator(BenchmarkEvaluator):
         from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
         add_run_arguments(parser, "italian", limit="rows per task")
-        parser.add_argument("--out", type=Path, help="run folder (resumable; default: runs/italian-LABEL)")
+        parser.add_argument("--mode", choices=("generate", "likelihood"), default="generate",
+                            help="generate (default): the model answers each prompt; likelihood: every option of the "
+                                 "multiple-choice tasks (and every order of the ranking task) scored by log-likelihood "
+                                 "after the same prompt, as `histbench export lm-eval italian` tasks score them "
+                                 "(hf: or vllm: models)")
+        parser.add_argument("--out", type=Path, help="run folder (resumable; default: runs/italian-LABEL, with -likelihood "
+                                                           "for --mode likelihood)")
         parser.add_argument("--tasks", nargs="+", choices=TASKS, help="tasks to run (default: every task in the build)")
         add_baseline_argument(parser, BASELINES, "no-model baselines")
         parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
@@ -41,24 +52,33 @@ class ItalianEvaluator(BenchmarkEvaluator):
     def run_eval(self, args: argparse.Namespace) -> None:
         from histbench.builders.core.dataset import BuiltDataset
 
-        from .run import evaluate
+        from .run import evaluate, evaluate_likelihood
 
         if bool(args.baseline) == bool(args.model):
             raise UsageError("give exactly one of --model SPEC and --baseline NAME")
+        if args.mode == "likelihood" and args.baseline:
+            raise UsageError("--mode likelihood scores a model's log-likelihoods; a baseline answers without one",
+                             field="--baseline")
         built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="italian")
         if args.out is None:
             from histbench.eval.plugin import default_run_folder
 
             args.out = default_run_folder("italian", args)
+            if args.mode == "likelihood":
+                args.out = args.out.with_name(args.out.name + "-likelihood")
         backend = None
         if args.model:
             from histbench.eval.backends import backend_from_args
 
             backend = backend_from_args(args)
         try:
-            results = evaluate(built, args.out, backend=backend, baseline=args.baseline, tasks=args.tasks,
-                               limit=args.limit, seed=args.seed, ner_tokens_per_char=args.ner_tokens_per_char,
-                               label=args.label)
+            if args.mode == "likelihood":
+                results = evaluate_likelihood(built, args.out, backend=backend, tasks=args.tasks, limit=args.limit,
+                                              label=args.label)
+            else:
+                results = evaluate(built, args.out, backend=backend, baseline=args.baseline, tasks=args.tasks,
+                                   limit=args.limit, seed=args.seed, ner_tokens_per_char=args.ner_tokens_per_char,
+                                   label=args.label)
         finally:
             if backend is not None:
                 backend.close()
@@ -98,6 +118,11 @@ class ItalianEvaluator(BenchmarkEvaluator):
             index = write_report([ReportSection("Historical Italian", text, figures, data={"runs": loaded})], args.out,
                                  "Historical Italian benchmark")
             print(f"\nreport: {index}")
+
+    def exporters(self) -> dict[str, dict]:
+        from .lm_eval_export import EXPORTER
+
+        return {"lm-eval": EXPORTER}
 
     def demo(self, built, work_dir: Path, report_dir: Path):
         from .report import demo_section

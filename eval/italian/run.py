@@ -5,21 +5,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.builders.core.errors import EvalError, UsageError
 from histbench.builders.core.progress import log
 
 from .tasks import (
     CUT_OFF,
+    LIKELIHOOD_TASKS,
     NER_TOKENS_PER_CHAR,
     TASKS,
+    answer_options,
     baseline_predictions,
     load_prompts,
     max_tokens,
     messages,
+    orders,
     parser_for,
     prompt_text,
     score_task,
 )
+
+MODES = ("generate", "likelihood")
 
 
 def _rows(built, task: str, limit: int | None) -> list[dict]:
@@ -34,6 +39,7 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
     from histbench.eval.signature import hash_text, make_signature
 
     out = Path(out)
+    check_mode(out, "generate")
     out.mkdir(parents=True, exist_ok=True)
     wanted = [t for t in (tasks or TASKS) if t in built.configs]
     if not wanted:
@@ -52,7 +58,7 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
         label = label or f"baseline:{baseline}"
     signature = make_signature(dataset=built.identity(), backend=identity, decoding=decoding,
                                prompt_template_hash=hash_text(prompt_text(prompts)) if backend is not None else None)
-    results = {"model": label, "signature": signature.to_dict(), "tasks": {}}
+    results = {"model": label, "mode": "generate", "signature": signature.to_dict(), "tasks": {}}
     items_dir = out / "items"
     items_dir.mkdir(exist_ok=True)
     for task in wanted:
@@ -90,6 +96,75 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
             for item in items:
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
         log(f"[italian] {task}: {_headline(task, metrics)}")
+    (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return results
+
+
+def check_mode(out: Path, mode: str) -> None:
+    """One run folder holds one mode's results (a folder from before modes were recorded is a generate run)."""
+    path = Path(out) / "results.json"
+    if path.is_file():
+        from histbench.builders.core.readers import read_json_object
+
+        found = read_json_object(path, error=EvalError).get("mode") or "generate"
+        if found != mode:
+            raise UsageError(f"this folder holds a --mode {found} run; give the --mode {mode} run its own --out",
+                             file=out, field="--out")
+
+
+def evaluate_likelihood(built, out: Path, *, backend, tasks=None, limit: int | None = None,
+                        label: str | None = None) -> dict:
+    """`--mode likelihood`: the multiple-choice form of every wanted task scored by
+    likelihood (histbench.eval.choices: the prompt histbench generates from, every option
+    written as the prompt asks for it), the same metrics as a generate run from the
+    likeliest option (`accuracy`, `mean_spearman`) and from the likeliest per character
+    (`accuracy_norm`, `mean_spearman_norm`): the numbers `histbench export lm-eval
+    italian` tasks give as acc / acc_norm / mean_spearman. The NER tasks have no
+    multiple-choice form and are listed under `not_scored`."""
+    from histbench.eval.choices import ChoiceItem, check_backend, score_items
+    from histbench.eval.runstore import RunStore
+    from histbench.eval.signature import hash_text, make_signature
+
+    check_backend(backend)
+    out = Path(out)
+    check_mode(out, "likelihood")
+    present = [t for t in (tasks or TASKS) if t in built.configs]
+    wanted = [t for t in present if t in LIKELIHOOD_TASKS]
+    if not wanted:
+        raise EvalError(f"none of the tasks {', '.join(tasks or TASKS)} has a likelihood form in this build "
+                        f"(tasks with one: {', '.join(LIKELIHOOD_TASKS)})", file=built.path)
+    prompts = load_prompts()
+    store = RunStore.open(out, backend=backend, dataset=built, options={"mode": "likelihood", "tasks": wanted, "limit": limit})
+    signature = make_signature(dataset=built.identity(), backend=backend.identity(),
+                               decoding={"method": "loglikelihood", "tokenisation": "harness"},
+                               prompt_template_hash=hash_text(prompt_text(prompts)), mode="likelihood")
+    results = {"model": label or f"{backend.spec} (likelihood)", "mode": "likelihood", "signature": signature.to_dict(),
+               "tasks": {}, "not_scored": {t: "no multiple-choice form (entities are free text)"
+                                           for t in present if t not in LIKELIHOOD_TASKS}}
+    items_dir = out / "items"
+    for task in wanted:
+        rows = _rows(built, task, limit)
+        items = [ChoiceItem(tuple(messages(task, row, prompts)), tuple(answer_options(task, row))) for row in rows]
+        scores = score_items(items, backend, store, desc=f"italian {task} (likelihood)")
+        if task == "chrono_ranking":
+            shown = [orders(len(row["snippets"])) for row in rows]
+            choice = [list(o[s.choice]) for o, s in zip(shown, scores, strict=True)]
+            choice_norm = [list(o[s.choice_norm]) for o, s in zip(shown, scores, strict=True)]
+        else:
+            choice = [s.choice for s in scores]
+            choice_norm = [s.choice_norm for s in scores]
+        metrics, scored = score_task(task, rows, choice, [None] * len(rows))
+        by_char, _ = score_task(task, rows, choice_norm, [None] * len(rows))
+        key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
+        metrics[f"{key}_norm"] = by_char[key]
+        metrics["contexts_truncated"] = sum(s.truncated > 0 for s in scores)
+        results["tasks"][task] = metrics
+        items_dir.mkdir(parents=True, exist_ok=True)
+        with (items_dir / f"{task}.jsonl").open("w", encoding="utf-8") as handle:
+            for item, score in zip(scored, scores, strict=True):
+                handle.write(json.dumps({**item, **score.to_json()}, ensure_ascii=False) + "\n")
+        log(f"[italian] {task} (likelihood): {key} {metrics[key]:.3f}, per character {metrics[key + '_norm']:.3f} "
+            f"(n={metrics['n']})")
     (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return results
 

@@ -19,6 +19,8 @@ shown beside the parse failures.
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import re
 import string
@@ -34,6 +36,9 @@ from .metrics import ceiling, map_predictions, ner_scores, spearman
 
 LETTERS = string.ascii_uppercase
 MCQ_TASKS = ("wsd", "authorship", "head", "deprel", "intertext")
+# the tasks with a likelihood form (`--mode likelihood`, `histbench export lm-eval italian`):
+# every multiple-choice task, and the ranking task with every order of its snippets as an option
+LIKELIHOOD_TASKS = ("wsd", "chrono_ranking", "authorship", "head", "deprel", "intertext")
 NER_TASKS = ("ner_classense", "ner_bellini")
 TASKS = ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext")
 MAX_TOKENS = {"ner_classense": 1500, "ner_bellini": 1500, "chrono_ranking": 64}
@@ -105,6 +110,22 @@ def messages(task: str, row: dict, prompts: dict) -> list[dict]:
         raise KeyError(task)
     system = spec["system"].format(**values)
     return [{"role": "system", "content": system}, {"role": "user", "content": spec["user"].format(**values)}]
+
+
+def answer_options(task: str, row: dict) -> list[str]:
+    """Every answer the prompt admits, written as it asks for the answer (the options of
+    the likelihood form): {"answer": "<letter>"} for each option shown, and for the
+    ranking task {"order": [...]} for every order of the snippets (`orders`)."""
+    if task == "chrono_ranking":
+        return [json.dumps({"order": [LETTERS[i] for i in order]}) for order in orders(len(row["snippets"]))]
+    shown = {"wsd": "candidates", "authorship": "snippets", "head": "options", "deprel": "options"}
+    n = 2 if task == "intertext" else len(row[shown[task]])
+    return [json.dumps({"answer": LETTERS[i]}) for i in range(n)]
+
+
+def orders(n: int) -> list[tuple[int, ...]]:
+    """Every order of n snippets, lexicographically (the ranking task's likelihood options)."""
+    return list(itertools.permutations(range(n)))
 
 
 # ----------------------------------------------------------------------------- parsing
