@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,9 +125,11 @@ class CountryTable:
     def from_text(self, code: str, coding: str = "alpha2") -> Country | None:
         """An alphabetic code: an alias (e.g. 'DE-W') first, then alpha-2 or alpha-3.
 
-        For alpha-2 codings a sample suffix ('FR-X') falls back to its first two letters.
+        For alpha-2 codings a sample suffix falls back to its first two letters: 'FR-X', and
+        the forms the GESIS files use besides 'IL-A': 'IL_A' and 'IL (A)' (C_ALPHAN of ZA4700
+        v2.0.0 and ZA4950 as PilerDB lists them).
         """
-        text = str(code).strip().upper()
+        text = str(code).strip().upper().replace("_", "-")
         if not text:
             return None
         if text in self.aliases:
@@ -135,5 +138,5 @@ class CountryTable:
             return self.by_alpha3.get(text)
         if text in self.by_alpha2:
             return self.by_alpha2[text]
-        head = text.split("-")[0].strip()
-        return self.by_alpha2.get(head) if len(head) == 2 else None
+        head = re.match(r"([A-Z]{2})\s*[-(]", text)
+        return self.by_alpha2.get(head.group(1)) if head else None

@@ -1,9 +1,10 @@
 """Finding a study's variables in an ISSP file from its variable and value labels.
 
-The registry pins a variable only where a codebook we read confirms it. Elsewhere a
-question carries a `label` pattern and a study may say `country: auto`, `weight: auto`
-or `year: auto`; this module finds those variables in the user's file, and every choice
-it makes is reported (console, summary, `--discover`):
+The registry pins a variable only where a public document shows it in the real file
+(sources/chronoculture/issp_evidence.yaml quotes them). Elsewhere a question carries a
+`label` pattern, checked against the real labels that file quotes, and a study may say
+`country: auto`, `weight: auto` or `year: auto`; this module finds those variables in the
+user's file, and every choice it makes is reported (console, summary, `--discover`):
 
 - **question variables**: the variables whose label matches the question's pattern
   (case-insensitive regular expression; country-specific variables such as `DE_V5` are
@@ -16,13 +17,15 @@ it makes is reported (console, summary, `--discover`):
   one matched by position. Exactly one variable must qualify; none or several is
   reported and the question is left out for that file.
 - **invalid codes** of a located variable: negative codes and codes whose (short) label
-  reads like a non-answer (can't choose, don't know, no answer, not applicable, refused;
-  an answer such as "I don't know whether there is a God ..." is not one).
+  reads like a non-answer (can't choose, don't know, no answer, not applicable, not
+  available such as ZA5400's "NAV (PT)", refused; an answer such as "I don't know whether
+  there is a God ..." is not one).
 - **country**: `C_ALPHAN` (alpha-2 codes with sample suffixes such as DE-W, GB-NIR),
   else the first numeric variable named country / C_SAMPLE / V4 / V3 (or labelled
   "country") whose value labels name countries of the country table for at least 80% of
   its labelled codes. The labels are read as codes ("DE-W-Germany-West", "AU-Australia",
-  "aus", "d"), then as names ("Australia", "West Germany"); combined codes (West and East
+  "aus", "d", "IL_A"), then as names ("Australia", "West Germany"), then as a name and a
+  code around a spaced dash ("Northern Ireland - NIRL", ZA2450); combined codes (West and East
   Germany -> DEU; Israel Jews and Arabs -> ISR) and split ones (Great Britain vs Northern
   Ireland) follow the country table's aliases.
 - **weight**: a variable named WEIGHT, else the only variable labelled as a weight;
@@ -46,7 +49,7 @@ from .readers import FileMeta
 
 NON_ANSWER = re.compile(
     r"don.?t know|can.?t choose|cannot choose|can.?t say|no answer|not applicable|\bnap\b|refus|missing|not asked|"
-    r"\bdk\b|\bna\b|inapplicable|no response|not available|no opinion|undecided",
+    r"\bdk\b|\bna\b|\bnav\b|inapplicable|no response|not available|no opinion|undecided",
     re.IGNORECASE,
 )
 COUNTRY_SPECIFIC = re.compile(r"^[A-Za-z]{2}_")  # DE_V5, ES_DEGR: one country's own variable
@@ -170,7 +173,7 @@ def country_from_label(label: str, countries: CountryTable) -> Country | None:
     raw = _unidecode(str(label)).strip()
     if not raw:
         return None
-    text = re.sub(r"^\s*\d+\s*[.):=]?\s+", "", raw).strip().upper()
+    text = re.sub(r"^\s*\d+\s*[.):=]?\s+", "", raw).strip().upper().replace("_", "-")
     aliases = countries.aliases
     # a code first: an alias or sample code ("DE-W", "GB-NIR", "D-W", "aus"), then alpha-2/3
     head = re.split(r"\s+|\s*[-:]\s+|\.\s", text, maxsplit=1)[0]
@@ -194,6 +197,13 @@ def country_from_label(label: str, countries: CountryTable) -> Country | None:
         return by_name[name]
     if name in aliases:
         return countries.by_alpha3[aliases[name]]
+    # a name and a code on either side of a spaced dash: "Northern Ireland - NIRL", "Germany-East - D-E"
+    parts = [p for p in re.split(r"\s+-\s*|\s*-\s+", text) if p]
+    if len(parts) > 1:
+        for part in parts:
+            found = country_from_label(part, countries)
+            if found is not None:
+                return found
     return None
 
 

@@ -61,11 +61,13 @@ def _shares(n, shares, codes=(1, 2, 3, 4), extra=None):
 
 
 def za4700(tmp_path: Path, name="ZA4700_v1-0-0.dta") -> Path:
-    """A 2006 Role of Government file: C_ALPHAN sample codes, WEIGHT, the jobs item under its own label."""
+    """A 2006 Role of Government file: C_ALPHAN sample codes, WEIGHT, the jobs item (pinned as V25) and the
+    prices item (found by its label), labelled as the real ones (CRI team 20 shows them lower-cased as
+    q7a_gov_responsibility_provide_job_for_everyone, q7b_gov_responsibility_control_prices)."""
     columns = {
         "C_ALPHAN": ("Country Prefix ISO 3166 Code - alphanumeric", None),
-        "V25": ("Q6a Govt responsibility: provide job for everyone", GOVRESP),
-        "V26": ("Q6b Govt responsibility: keep prices under control", GOVRESP),
+        "V25": ("Q7a Gov responsibility: provide job for everyone", GOVRESP),
+        "V26": ("Q7b Gov responsibility: control prices", GOVRESP),
         "V4": ("Country/ Sample ISO 3166 Code (see V3 for codes for the sample)", None),
         "WEIGHT": ("Weighting factor", None),
     }
@@ -108,8 +110,9 @@ def test_study_numbers_in_gesis_file_names():
 
 
 def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file(tmp_path, build, capsys):
-    """The jobs item of ZA4700 is found by its label, country from C_ALPHAN (DE-W + DE-E pooled, GB-NIR
-    apart), WEIGHT by name; the pair runs from the pinned 1996 file to 2006 (paper 3.4, newest ISSP year)."""
+    """The prices item of ZA4700 is found by its label (jobs is pinned), country from C_ALPHAN (DE-W + DE-E
+    pooled, GB-NIR apart), the pinned WEIGHT; the pair runs from the pinned 1996 file to 2006 (paper 3.4,
+    newest ISSP year)."""
     out = build(issp=[za2900(tmp_path), za4700(tmp_path)], allow_missing_questions=True)
     pairs = {p["pair_id"]: p for p in out["pairs"]}
     deu = pairs["issp_rog_jobs__DEU"]
@@ -126,12 +129,12 @@ def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file
     assert "issp_rog_jobs__NIR" in pairs and "issp_rog_jobs__GBR" in pairs
     assert pairs["issp_rog_prices__GBR"]["source_new"] == "ZA4700_v1-0-0.dta:V26"
     report = {f["file"]: f for f in out["summary"]["exclusions"]["respondents_per_file"]}["ZA4700_v1-0-0.dta"]
-    assert report["questions_located_by_label"]["issp_rog_jobs"] == "V25 (label)"
+    assert report["questions_located_by_label"] == {"issp_rog_prices": "V26 (label)"}
     assert report["variables"]["country"].startswith("C_ALPHAN (found")
-    assert report["variables"]["weight"] == "WEIGHT (found by name/label)"
+    assert report["variables"]["weight"] == "WEIGHT"
     assert "issp_rog_spend_health" in report["questions_not_found"]
     err = capsys.readouterr().err
-    assert "ZA4700_v1-0-0.dta (study ZA4700): 2 question(s) found by their label" in err
+    assert "ZA4700_v1-0-0.dta (study ZA4700): 1 question(s) found by their label" in err
     assert "country C_ALPHAN (found" in err
 
 
@@ -162,22 +165,24 @@ def test_codes_by_position_when_labels_are_worded_differently(tmp_path):
 
 def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, build):
     columns = {"C_ALPHAN": ("Country Prefix ISO 3166 Code - alphanumeric", None),
-               "V25": ("Govt responsibility: provide job for everyone", GOVRESP),
-               "V99": ("Govt responsibility: provide jobs (split ballot)", GOVRESP),
-               "V26": ("Govt responsibility: keep prices under control", GOVRESP)}
-    path = write_issp(tmp_path / "ZA4700.sav", [{"size": 600, "C_ALPHAN": "AU", "V25": {1: 600}, "V99": {1: 600},
-                                                  "V26": _shares(600, (0.4, 0.3, 0.2, 0.1))}],
+               "V25": ("Q7a Gov responsibility: provide job for everyone", GOVRESP),
+               "V26": ("Q7b Gov responsibility: control prices", GOVRESP),
+               "V99": ("Q7b Gov responsibility: control prices (split ballot)", GOVRESP),
+               "V29": ("Q7e Gov responsibility: help industry grow", GOVRESP), "WEIGHT": ("Weighting factor", None)}
+    path = write_issp(tmp_path / "ZA4700.sav", [{"size": 600, "C_ALPHAN": "AU", "V25": {1: 600}, "V26": {1: 600},
+                                                  "V99": {1: 600}, "V29": _shares(600, (0.4, 0.3, 0.2, 0.1)),
+                                                  "WEIGHT": 1.0}],
                       columns, string_columns=("C_ALPHAN",))
     old = za2900(tmp_path)
     with pytest.raises(SourceError, match="no temporal pair"):  # 2006 holds only AUS, which 1996 lacks
-        build(issp=[old, path])
+        build(issp=[old, path], allow_missing_questions=True)
     from histbench.builders.chronoculture.surveys import load_issp
 
     registry = load_registry(SOURCES / "registry.yaml")
     table = CountryTable.load(SOURCES / "countries.csv")
     loaded = load_issp(read_meta(path), registry, table, allow_missing_questions=True)
-    assert "several variables fit (V25, V99)" in loaded.report.not_located["issp_rog_jobs"]
-    assert loaded.report.located["issp_rog_prices"] == "V26 (label)"
+    assert "several variables fit (V26, V99)" in loaded.report.not_located["issp_rog_prices"]
+    assert loaded.report.located["issp_rog_industry"] == "V29 (label)"
     assert loaded.report.not_located["issp_rog_spend_police"].startswith("no variable label matches")
 
 

@@ -32,7 +32,8 @@ def test_shipped_registry_loads_and_is_consistent():
         assert len(question.options) >= 2
     assert {q.category for q in registry.questions} == set(TOPIC_CATEGORIES)
     jobs = {q.id: q for q in registry.issp_questions}["issp_rog_jobs"]
-    assert {s.study: s.variable for s in jobs.sources} == {"ZA1490": "V101", "ZA1950": "v49", "ZA2900": "v36"}
+    assert {s.study: s.variable for s in jobs.sources} == {"ZA1490": "V101", "ZA1950": "v49", "ZA2900": "v36",
+                                                           "ZA4700": "V25", "ZA6900": "v21"}
 
 
 # Paper appendix A.1, Table 3: the ISSP modules and their survey years in the benchmark

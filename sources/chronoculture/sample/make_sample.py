@@ -12,12 +12,13 @@ the .sav headers carry a creation time, so the bytes differ):
   country codes, v49-v55 government-responsibility items, v114 weight);
 - ZA2900_synthetic.dta: an ISSP 1996 Role of Government III-shaped module file (v3, v36-v42,
   v325);
-- ZA6900_synthetic.sav: an ISSP 2016 Role of Government V-shaped file in the layout of the
-  recent GESIS releases (C_ALPHAN sample codes such as DE-W and GB-NIR, WEIGHT, items under
-  labels like "Q7a Govt responsibility: provide job for everyone", -8/-9 non-answers):
-  the registry pins none of its variables, so the build finds them by their labels; its
-  industry item offers a fifth, middle answer, a scale the older files lack (paper 3.2:
-  that question gets no pair).
+- ZA6900_synthetic.sav: an ISSP 2016 Role of Government V-shaped file in the layout of
+  ZA6900_v2-0-0 (c_alphan sample codes such as DE-W and GB-NIR, WEIGHT, v21-v27 under the
+  labels the real file gives them, e.g. "Q7g Government responsibility: reduce income
+  differences rich/ poor", -8/-9 non-answers; see sources/chronoculture/issp_evidence.yaml):
+  the registry pins v21, v23, v24, v26, v27 and the build finds the prices (v22) and
+  industry (v25) items by their labels; the industry item offers a fifth, middle answer, a
+  scale the older files lack (paper 3.2: that question gets no pair).
 
 Every respondent is invented: answer counts are fixed per cell from planned
 distributions (largest remainder), then shuffled. The plan covers every shift category
@@ -210,10 +211,11 @@ ISSP_FILES = {
 ISSP_UNIT = {1: "AUS", 2: "DEU", 3: "DEU", 4: "GBR", 6: "USA", 7: "HUN", 8: "HUN", 5: "NIR", 99: None}
 ZA6900_SAMPLES = {"AU": ("AUS", 720), "DE-W": ("DEU", 420), "DE-E": ("DEU", 330), "GB-GBN": ("GBR", 700),
                   "GB-NIR": ("NIR", 690), "US": ("USA", 710), "HU": ("HUN", 705)}
-ZA6900_LABELS = ["provide job for everyone", "keep prices under control", "provide health care for the sick",
-                 "provide decent standard of living for the old", "provide industry with help it needs to grow",
-                 "provide decent standard of living for the unemployed",
-                 "reduce income differences between rich and poor"]
+# the real ZA6900 labels: Q7g as a find_var() listing prints it, Q7a-f as CRI team 20 shows them
+# (lower-cased, punctuation dropped), written in Q7g's form (issp_evidence.yaml)
+ZA6900_LABELS = ["provide job for everyone", "control prices", "provide health care for sick",
+                 "provide living standard for the old", "help industry grow",
+                 "provide living standard for unemployed", "reduce income differences rich/ poor"]
 ZA6900_MISSING = {-8: "Can't choose", -9: "No answer"}
 
 
@@ -261,7 +263,7 @@ def make_za6900(rng, plans, out: Path = HERE):
     """2016: the 1996 plan again (a pair from 1990 to 2016 keeps its planned shift), in the recent layout."""
     parts = []
     for code, (unit, n) in ZA6900_SAMPLES.items():
-        frame = {"C_ALPHAN": np.full(n, code, dtype=object)}
+        frame = {"c_alphan": np.full(n, code, dtype=object)}
         for number, item in enumerate(ROG_ITEMS):
             p = plans[(item, unit)][1]
             invalid = {-8: int(rng.integers(5, 20)), -9: int(rng.integers(0, 4))}
@@ -276,9 +278,9 @@ def make_za6900(rng, plans, out: Path = HERE):
     value_labels = {f"v{21 + i}": {**rog, **ZA6900_MISSING} for i in range(len(ROG_ITEMS))}
     value_labels["v25"] = {1: "Definitely should be", 2: "Probably should be", 3: "Neither should nor should not be",
                            4: "Probably should not be", 5: "Definitely should not be", **ZA6900_MISSING}
-    labels = {"C_ALPHAN": "Country Prefix ISO 3166 Code - alphanumeric", "WEIGHT": "Weighting factor",
-              **{f"v{21 + i}": f"Q7{'abcdefg'[i]} Govt responsibility: {text}" for i, text in enumerate(ZA6900_LABELS)}}
-    pyreadstat.write_sav(df.astype({c: float for c in df.columns if c != "C_ALPHAN"}), out / "ZA6900_synthetic.sav",
+    labels = {"c_alphan": "Country Prefix ISO 3166 Code - alphanumeric", "WEIGHT": "Weighting factor",
+              **{f"v{21 + i}": f"Q7{'abcdefg'[i]} Government responsibility: {text}" for i, text in enumerate(ZA6900_LABELS)}}
+    pyreadstat.write_sav(df.astype({c: float for c in df.columns if c != "c_alphan"}), out / "ZA6900_synthetic.sav",
                          column_labels=labels, variable_value_labels=value_labels, compress=True,
                          file_label="Synthetic ISSP 2016 sample for histbench (invented respondents)")
 
