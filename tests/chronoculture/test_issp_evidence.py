@@ -64,7 +64,7 @@ def test_evidence_names_every_registry_study_and_cites_its_documents():
         if doc["attributable"]:  # a repository and path, or a URL
             assert doc["where"].startswith(("GitHub ", "https://")), doc["where"]
         else:
-            assert "stored-file id" in doc["where"], doc["where"]
+            assert "repository not identified" in doc["where"], doc["where"]
     for sid, study in EVIDENCE["studies"].items():
         assert study["unconfirmed"].strip(), sid  # what stays unconfirmed, and why
         for entry in entries(sid):
