@@ -172,18 +172,20 @@ nav.toc { background: #f6f8fa; border: 1px solid #d0d7de; padding: 0.5rem 1rem; 
 nav.toc ul { margin: 0.2rem 0; padding-left: 1.2rem; }
 nav.toc > div > ul { columns: 2; column-gap: 2rem; }
 nav.toc a { color: #0969da; text-decoration: none; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(22rem, 1fr)); gap: 1rem; margin: 1.2rem 0; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(32rem, 1fr)); gap: 1rem; margin: 1.2rem 0; }
 .card { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.8rem 1rem; }
 .card h2 { font-size: 1.15rem; margin: 0 0 0.4rem 0; border: 0; }
 .card h2 a { color: #0969da; text-decoration: none; }
 .card p { margin: 0.3rem 0; font-size: 0.9rem; }
 .card table { width: 100%; font-size: 0.85rem; }
 .card .more { color: #57606a; font-size: 0.85rem; }
+.card td small { color: #57606a; }
+.card td { vertical-align: top; }
 dl.row { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.8rem; font-size: 0.88rem;
          border: 1px solid #d0d7de; padding: 0.5rem 0.8rem; margin: 0.5rem 0 1rem 0; }
 dl.row dt { font-weight: 600; color: #57606a; } dl.row dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
 """
-CARD_HEADLINES = 8
+CARD_HEADLINES = 3
 
 
 def _page(title: str, body: str, home: str | None = None) -> str:
@@ -209,7 +211,7 @@ def markdown_to_html(markdown_text: str, title: str, *, home: str | None = None,
     table captioned (see `_finish`), table cells linked to the items behind them."""
     body, toc = _convert(markdown_text)
     body = _finish(body, runs)
-    if contents and toc.count("<li>") > 1:
+    if contents and "<li>" in toc:
         nav = f'<nav class="toc" aria-label="contents"><strong>Contents</strong>{toc}</nav>\n'
         head, sep, rest = body.partition("</h1>")
         body = head + sep + "\n" + nav + rest if sep else nav + body
@@ -226,7 +228,8 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
       name the paper's figure there);
     - a table gets a <caption>: the nearest heading above it (which names the paper's table
       or section), with the bold line just above the table when there is one (a panel of a
-      table that comes in parts);
+      table that comes in parts); a table right under its heading is labelled by that
+      heading (aria-labelledby) instead of repeating it;
     - `histbench-items:` links (`items_link`) point at the run's viewer, or become plain
       text when the run has none; a table row whose first cell is a run's (or system's)
       label links that cell to the run's items, and its cells under a heading that names a
@@ -244,11 +247,11 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             _resolve_items_link(link, href, by_dir)
     for img in list(root.iter("img")):
         _figure(img)
-    heading = None
+    heading = heading_element = None
     panel = None
     for element in list(root.iter()):
         if element.tag in _CAPTION_HEADINGS:
-            heading, panel = element.text_content().strip(), None
+            heading, heading_element, panel = element.text_content().strip(), element, None
         elif element.tag == "p":
             children = list(element)
             text = element.text_content().strip()
@@ -256,9 +259,12 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
                 panel = text
         elif element.tag == "table":
             if element.find("caption") is None and heading:
-                caption = element.makeelement("caption", {})
-                caption.text = f"{heading}: {panel}" if panel else heading
-                element.insert(0, caption)
+                if element.getprevious() is heading_element and heading_element.get("id"):
+                    element.set("aria-labelledby", heading_element.get("id"))   # its heading, just above, is its caption
+                else:
+                    caption = element.makeelement("caption", {})
+                    caption.text = f"{heading}: {panel}" if panel else heading
+                    element.insert(0, caption)
             panel = None
             if runs:
                 _link_table(element, runs)
@@ -387,28 +393,31 @@ def _page_markdown(page: SitePage, level: int) -> str:
 
 
 def _card(page: SitePage) -> str:
+    """One benchmark's card: what was built, each run with its headline numbers (at most
+    CARD_HEADLINES a run; the rest are on the page) and a link to its items."""
     parts = [f'<section class="card" id="card-{html.escape(page.name)}">',
              f'<h2><a href="{html.escape(page.name)}.html">{html.escape(page.title)}</a></h2>']
     if page.built:
         parts.append(f"<p>{_inline(page.built)}</p>")
-    if page.runs:
-        parts.append(f"<p>{len(page.runs)} run{'s' if len(page.runs) != 1 else ''}:</p>")
-        rows = [h for run in page.runs for h in (run.headlines or [Headline(run.label, "", run.note or "")])]
-        run_of = {h.run: run for run in page.runs for h in (run.headlines or [Headline(run.label, "", "")])}
-        parts.append("<table><thead><tr><th>run</th><th>headline</th><th>value [95% interval]</th></tr></thead><tbody>")
-        for h in rows[:CARD_HEADLINES]:
-            run = run_of.get(h.run)
-            name = html.escape(h.run)
-            if run is not None and run.viewer:
-                name = f'<a href="{html.escape(run.viewer)}" title="every item of this run">{name}</a>'
-            parts.append(f"<tr><td>{name}</td><td>{html.escape(h.metric)}</td><td>{html.escape(h.value)}</td></tr>")
-        parts.append("</tbody></table>")
-        if len(rows) > CARD_HEADLINES:
-            parts.append(f'<p class="more">and {len(rows) - CARD_HEADLINES} more rows on '
-                         f'<a href="{html.escape(page.name)}.html">the page</a></p>')
-    else:
-        parts.append("<p>No run scored.</p>")
-    parts.append("</section>")
+    if not page.runs:
+        parts += ["<p>No run scored.</p>", "</section>"]
+        return "\n".join(parts)
+    parts.append("<table><thead><tr><th>run</th><th>headline</th><th>value [95% interval]</th></tr></thead><tbody>")
+    for run in page.runs:
+        shown = run.headlines[:CARD_HEADLINES] or [Headline(run.label, run.note or "", "")]
+        more = len(run.headlines) - len(shown)
+        name = html.escape(run.label)
+        if run.viewer:
+            name = f'<a href="{html.escape(run.viewer)}" title="every item of this run">{name}</a><br><small>items</small>'
+        rows = len(shown) + (1 if more > 0 else 0)
+        for k, h in enumerate(shown):
+            metric = h.metric if h.run == run.label else f"{h.run}: {h.metric}"
+            first = f'<td rowspan="{rows}">{name}</td>' if k == 0 else ""
+            parts.append(f"<tr>{first}<td>{html.escape(metric)}</td><td>{html.escape(h.value)}</td></tr>")
+        if more > 0:
+            parts.append(f'<tr><td colspan="2" class="more">and {more} more on <a href="{html.escape(page.name)}.html">'
+                         "the page</a></td></tr>")
+    parts += ["</tbody></table>", "</section>"]
     return "\n".join(parts)
 
 

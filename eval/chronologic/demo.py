@@ -44,9 +44,12 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     ]
     if note:
         lines += ["", note]
-    lines += ["", f"![Accuracy per group with 95% intervals](chronologic/{figure.name})"]
+    lines += ["", f"![Table 3 (5.1) as a chart: likelihood accuracy per group, bootstrap medians with 95% intervals]"
+                  f"(chronologic/{figure.name})"]
+    run_dirs = [Path(work_dir) / "likelihood-random"] + ([Path(work_dir) / "likelihood-smollm2"] if len(results) > 1 else [])
     return ReportSection("Chronologic-EN likelihood", "\n".join(lines), figures=[figure],
-                         data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"]} for r in results})
+                         data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"]} for r in results},
+                         runs=run_dirs)
 
 
 def accuracy_figure(results: list[dict], path: Path) -> Path:

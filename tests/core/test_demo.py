@@ -35,7 +35,7 @@ def test_demo_writes_report(toy_demo, tmp_path):
     assert "| items | dev | 6 |" in text
     assert "12 lines read." in text
     assert "Always-'different' baseline accuracy: 1.000" in text
-    assert '"item_id": "i0"' in text
+    assert "| `item_id` | i0 |" in text   # the sample row as a field / value table, not a JSON dump
     html = (index.parent / "index.html").read_text()
     assert "<table>" in html and "Toy benchmark" in html
     assert (index.parent / "report.json").is_file()
