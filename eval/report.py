@@ -226,10 +226,11 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
 
     - an image becomes a <figure> whose visible <figcaption> is its alt text (the reporters
       name the paper's figure there);
-    - a table gets a <caption>: the nearest heading above it (which names the paper's table
-      or section), with the bold line just above the table when there is one (a panel of a
-      table that comes in parts); a table right under its heading is labelled by that
-      heading (aria-labelledby) instead of repeating it;
+    - a table gets a <caption>: the line just above it when that line introduces it ("Shift
+      categories (paper Table 1):", moved into the caption), else the nearest heading above
+      it (which names the paper's table or section), with the table's panel when a bold line
+      names one ("Table 8 ...: Both periods accurate"); a table right under its heading is
+      labelled by that heading (aria-labelledby) instead of repeating it;
     - `histbench-items:` links (`items_link`) point at the run's viewer, or become plain
       text when the run has none; a table row whose first cell is a run's (or system's)
       label links that cell to the run's items, and its cells under a heading that names a
@@ -258,18 +259,48 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             if len(children) == 1 and children[0].tag == "strong" and children[0].text_content().strip() == text:
                 panel = text
         elif element.tag == "table":
-            if element.find("caption") is None and heading:
-                if element.getprevious() is heading_element and heading_element.get("id"):
-                    element.set("aria-labelledby", heading_element.get("id"))   # its heading, just above, is its caption
-                else:
-                    caption = element.makeelement("caption", {})
-                    caption.text = f"{heading}: {panel}" if panel else heading
-                    element.insert(0, caption)
+            if element.find("caption") is None:
+                _caption_table(element, heading, heading_element, panel)
             panel = None
             if runs:
                 _link_table(element, runs)
     out = (root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
     return out
+
+
+def _caption_table(table, heading: str | None, heading_element, panel: str | None) -> None:
+    """A table's caption, from what stands above it (see `_finish`): the line just above that
+    introduces it ("... (paper Table 1):") or names its panel (bold) moves into the caption."""
+    previous = table.getprevious()
+    before = previous.text_content().strip() if previous is not None and previous.tag == "p" else ""
+    if before and panel == before:
+        text = f"{heading}: {panel}" if heading else panel
+    elif before.endswith(":") and len(before) <= 160 and len(previous) == 0:
+        text = before[:-1].strip()
+    elif previous is not None and previous is heading_element and heading_element.get("id"):
+        table.set("aria-labelledby", heading_element.get("id"))   # its heading, just above, is its caption
+        return
+    elif heading:
+        text = f"{heading}: {panel}" if panel else heading
+    else:
+        return
+    if text in (before, before[:-1].strip()) and previous is not None:
+        _drop(previous)
+    caption = table.makeelement("caption", {})
+    caption.text = text
+    table.insert(0, caption)
+
+
+def _drop(element) -> None:
+    """Remove an element, keeping the text that follows it."""
+    parent = element.getparent()
+    tail = element.tail or ""
+    previous = element.getprevious()
+    if previous is not None:
+        previous.tail = (previous.tail or "") + tail
+    else:
+        parent.text = (parent.text or "") + tail
+    parent.remove(element)
 
 
 def _figure(img) -> None:

@@ -66,7 +66,7 @@ def accuracy_figure(results: list[dict], path: Path) -> Path:
     from .report import sort_by_brier
 
     results = sort_by_brier(results)
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    fig, ax = plt.subplots(figsize=(6.4, 3.7))
     width = 0.8 / max(1, len(results))
     x = np.arange(len(GROUPS))
     for k, r in enumerate(results):
@@ -80,8 +80,9 @@ def accuracy_figure(results: list[dict], path: Path) -> Path:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.set_title("Chronologic-EN sample: likelihood accuracy per group")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    # below the axes, never over a bar or an interval
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=max(1, len(results)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
