@@ -346,10 +346,33 @@ def _resolve_items_link(link, href: str, by_dir: dict) -> None:
     parent.remove(link)
 
 
+def _table_title(table) -> str:
+    caption = table.find("caption")
+    if caption is not None:
+        return caption.text_content()
+    label = table.get("aria-labelledby")
+    if label:
+        for element in table.getroottree().iter():
+            if element.get("id") == label:
+                return element.text_content()
+    return ""
+
+
+def _named_in(title: str, words: dict[str, str]) -> str | None:
+    """The one facet value whose label (or alias, 3 characters at least) the title names as a
+    whole word; None when it names none or several."""
+    found = {value for word, value in words.items()
+             if len(word) >= 3 and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", title)}
+    return found.pop() if len(found) == 1 else None
+
+
 def _link_table(table, runs: Sequence[SiteRun]) -> None:
+    """Link a table's run rows and their config / group cells to the run's items: a config or
+    group the table's caption names (a task, a split) filters every link of the table."""
     from histbench.eval.viewer import items_url
 
     headers = [th.text_content().strip() for th in table.iterfind(".//thead/tr/th")]
+    title = _table_title(table)
     labels: dict[str, tuple[SiteRun, str | None]] = {}
     for run in runs:
         if run.viewer:
@@ -359,20 +382,22 @@ def _link_table(table, runs: Sequence[SiteRun]) -> None:
                 labels.setdefault(system, (run, system))
     for tr in table.iterfind(".//tbody/tr"):
         cells = tr.findall("td")
-        if not cells or cells[0].find(".//a") is not None:
+        at = next((k for k, cell in enumerate(cells[:2]) if cell.text_content().strip() in labels
+                   and cell.find(".//a") is None), None)
+        if at is None:
             continue
-        found = labels.get(cells[0].text_content().strip())
-        if found is None:
-            continue
-        run, system = found
-        _wrap(cells[0], items_url(run.viewer, system=system), f"every item of {cells[0].text_content().strip()}")
-        for header, cell in zip(headers[1:], cells[1:], strict=False):
-            if cell.find(".//a") is not None or not cell.text_content().strip() or cell.text_content().strip() == "-":
+        run, system = labels[cells[at].text_content().strip()]
+        base = {facet: _named_in(title, run.words.get(facet, {})) for facet in ("config", "group")}
+        _wrap(cells[at], items_url(run.viewer, system=system, **base), f"the items of {cells[at].text_content().strip()}")
+        for header, cell in zip(headers[at + 1:], cells[at + 1:], strict=False):
+            text = cell.text_content().strip()
+            if cell.find(".//a") is not None or not text or text == "-":
                 continue
             for facet in ("config", "group"):
                 value = run.words.get(facet, {}).get(header)
                 if value is not None:
-                    _wrap(cell, items_url(run.viewer, system=system, **{facet: value}), "the items behind this cell")
+                    _wrap(cell, items_url(run.viewer, system=system, **{**base, facet: value}),
+                          "the items behind this cell")
                     break
 
 

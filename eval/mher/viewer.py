@@ -101,7 +101,9 @@ def view_items(run_dir: Path) -> ViewerRun:
         items.append(item)
     labels = {"config": CONDITION_LABELS, "group": SPLIT_LABELS,
               "system": {name: spec.get("label") or name for name, spec in systems.items()}}
-    return ViewerRun("mher", run.label, run.path, items, labels, notes)
+    # the words of the tables' column headings (Table 4: "Name", "Source")
+    aliases = {"config": {"name_only": ["Name"], "context_only": ["Context"], "source_grounded": ["Source"]}}
+    return ViewerRun("mher", run.label, run.path, items, labels, notes, aliases=aliases)
 
 
 def headlines(run_dir: Path):

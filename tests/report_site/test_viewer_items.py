@@ -169,3 +169,14 @@ def test_chronologic_chart_legend_is_clear_of_the_bars(sample_runs, tmp_path, mo
     results = json.loads((sample_runs["chronologic"][0] / "results.json").read_text())
     accuracy_figure([results, {**results, "label": "another"}], tmp_path / "chart.png")
     assert checked
+
+
+def test_a_caption_naming_a_config_or_group_filters_the_table_links(tmp_path):
+    run = SiteRun("baseline:first", tmp_path / "first", "viewer/first/index.html",
+                  words={"config": {"Word sense disambiguation": "wsd", "wsd": "wsd"}, "group": {"TEST": "test", "DEV": "dev"}})
+    text = "\n".join(["#### Word sense disambiguation (paper section 3.1): accuracy", "",
+                      "| model | n |", "| --- | ---: |", "| baseline:first | 9 |", "",
+                      "#### Table 3: on TEST and DEV", "", "| model | n |", "| --- | ---: |", "| baseline:first | 9 |"])
+    page = markdown_to_html(text, "Page", runs=[run])
+    assert 'href="viewer/first/index.html#config=wsd"' in page
+    assert 'href="viewer/first/index.html"' in page   # a caption naming two groups filters on neither
