@@ -368,7 +368,8 @@ def _named_in(title: str, words: dict[str, str]) -> str | None:
 
 def _link_table(table, runs: Sequence[SiteRun]) -> None:
     """Link a table's run rows and their config / group cells to the run's items: a config or
-    group the table's caption names (a task, a split) filters every link of the table."""
+    group the table's caption names (a task, a split) filters every link of the table, one
+    that a cell of the row names (a group column) every link of the row."""
     from histbench.eval.viewer import items_url
 
     headers = [th.text_content().strip() for th in table.iterfind(".//thead/tr/th")]
@@ -388,6 +389,10 @@ def _link_table(table, runs: Sequence[SiteRun]) -> None:
             continue
         run, system = labels[cells[at].text_content().strip()]
         base = {facet: _named_in(title, run.words.get(facet, {})) for facet in ("config", "group")}
+        for facet in ("config", "group"):   # a cell of the row that is a config or group ("EME") narrows it
+            named = {run.words.get(facet, {}).get(c.text_content().strip()) for c in cells[at + 1:]} - {None}
+            if len(named) == 1:
+                base[facet] = named.pop()
         _wrap(cells[at], items_url(run.viewer, system=system, **base), f"the items of {cells[at].text_content().strip()}")
         for header, cell in zip(headers[at + 1:], cells[at + 1:], strict=False):
             text = cell.text_content().strip()

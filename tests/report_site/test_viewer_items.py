@@ -180,3 +180,14 @@ def test_a_caption_naming_a_config_or_group_filters_the_table_links(tmp_path):
     page = markdown_to_html(text, "Page", runs=[run])
     assert 'href="viewer/first/index.html#config=wsd"' in page
     assert 'href="viewer/first/index.html"' in page   # a caption naming two groups filters on neither
+
+
+def test_a_row_naming_a_group_filters_its_links(tmp_path):
+    run = SiteRun("toy run", tmp_path / "run", "viewer/run/index.html", systems={"toy-early": "toy-early"},
+                  words={"group": {"EME": "EME", "ME": "ME"}, "config": {"sentences": "sentences"}})
+    text = "\n".join(["## Bias", "", "| model | group | sentences |", "| --- | --- | ---: |",
+                      "| toy-early | EME | 10 |", "| toy-early | all | 30 |"])
+    page = markdown_to_html(text, "Page", runs=[run])
+    assert 'href="viewer/run/index.html#system=toy-early&amp;group=EME"' in page
+    assert 'href="viewer/run/index.html#system=toy-early&amp;config=sentences&amp;group=EME"' in page
+    assert 'href="viewer/run/index.html#system=toy-early&amp;config=sentences"' in page   # the "all" row
