@@ -499,12 +499,16 @@ def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str 
     names = [p.name for p in pages]
     if len(set(names)) != len(names) or any(not re.fullmatch(r"[a-z0-9_-]+", n) or n == "index" for n in names):
         raise UsageError(f"report page names must be distinct lower-case words other than 'index': {names}")
-    parts = [f"# {title}", ""]
-    if intro:
-        parts += [intro, ""]
-    for page in pages:
-        parts += [_strip_items_links(_page_markdown(page, 2), page.runs), ""]
-    rendered = {"index.md": "\n".join(parts)}
+    if len(pages) == 1 and pages[0].title == title and not intro:   # one benchmark's report: its page as it is
+        markdown_text = _strip_items_links(_page_markdown(pages[0], 1), pages[0].runs)
+    else:
+        parts = [f"# {title}", ""]
+        if intro:
+            parts += [intro, ""]
+        for page in pages:
+            parts += [_strip_items_links(_page_markdown(page, 2), page.runs), ""]
+        markdown_text = "\n".join(parts)
+    rendered = {"index.md": markdown_text}
     for page in pages:
         text = _page_markdown(page, 1)
         rendered[f"{page.name}.html"] = markdown_to_html(text, page.title, home="index.html", runs=page.runs)
