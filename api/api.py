@@ -145,8 +145,9 @@ def results(benchmark: str, run: PathOrStr) -> Results:
 
 def report(benchmark: str, runs: PathOrStr | Results | Iterable[PathOrStr | Results], *,
            out: PathOrStr | None = None, **options: Any) -> Path:
-    """Tables and figures from one or more runs (folders or Results), written as index.md,
-    index.html and report.json into `out` (default reports/<benchmark>); returns that folder.
+    """Tables and figures from one or more runs (folders or Results), written as `histbench
+    report` writes them (the report site: index.html, <benchmark>.html, a viewer of each run,
+    index.md and report.json) into `out` (default reports/<benchmark>); returns that folder.
     Other options as `histbench report BENCHMARK --help` lists them."""
     if isinstance(runs, str | PathLike | Results):
         runs = [runs]
@@ -156,7 +157,9 @@ def report(benchmark: str, runs: PathOrStr | Results | Iterable[PathOrStr | Resu
         evaluator = _evaluator(benchmark)
         parser = _parser_for("report", benchmark)
         args = _parse(["report", benchmark], parser, {"out": out, **options}, positionals=folders)
-        evaluator.run_report(args)
+        from histbench.eval.report import run_report
+
+        run_report(evaluator, args)   # as `histbench report`: staged, a site with the runs' viewers
     return out
 
 

@@ -1,4 +1,4 @@
-"""The `histbench` command: build, validate, push, eval, report, demo.
+"""The `histbench` command: build, validate, push, eval, report, view, demo.
 
 Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
 (histbench.eval.<name>); this module only wires them into argparse, and the Python API
@@ -176,6 +176,9 @@ def make_parser() -> argparse.ArgumentParser:
     push.set_defaults(func=_run_push)
 
     _evaluator_parsers(subparsers, evaluators, builders)
+    from histbench.eval.viewer import add_view_command
+
+    add_view_command(subparsers)
 
     demo = subparsers.add_parser(
         "demo", help="build every benchmark from its bundled sample, check it, run baselines, write build/report/"

@@ -16,17 +16,39 @@ from histbench.builders.core.errors import BuildError, UsageError
 from histbench.builders.core.progress import log
 
 SAMPLE_ROW_CHARS = 160
+SAMPLE_LIST_ITEMS = 8
 
 
-def _shorten(value):
-    if isinstance(value, str) and len(value) > SAMPLE_ROW_CHARS:
-        return value[:SAMPLE_ROW_CHARS] + "..."
-    if isinstance(value, list):
-        shown = [_shorten(v) for v in value[:8]]
-        return shown + [f"... ({len(value) - 8} more)"] if len(value) > 8 else shown
+def _short_text(value) -> str:
+    text = str(value).replace("\n", " ")
+    return text[:SAMPLE_ROW_CHARS] + "..." if len(text) > SAMPLE_ROW_CHARS else text
+
+
+def _readable(value) -> str:
+    """One table cell for a field of a sample row: lists numbered, mappings as key: value,
+    long texts shortened."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, str) and value.startswith(("{", "[")):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
     if isinstance(value, dict):
-        return {k: _shorten(v) for k, v in value.items()}
-    return value
+        return "; ".join(f"{k}: {_short_text(_readable(v))}" for k, v in value.items()) or "(empty)"
+    if isinstance(value, list):
+        shown = [f"({k + 1}) {_short_text(_readable(v))}" for k, v in enumerate(value[:SAMPLE_LIST_ITEMS])]
+        if len(value) > SAMPLE_LIST_ITEMS:
+            shown.append(f"... {len(value) - SAMPLE_LIST_ITEMS} more")
+        return " ".join(shown) or "(empty)"
+    return _short_text(value)
+
+
+def sample_row_table(row: dict) -> str:
+    """A sample row as a two-column table (field, value), readable at a glance."""
+    from histbench.eval.report import markdown_table
+
+    return markdown_table([{"field": f"`{k}`", "value": _readable(v)} for k, v in row.items()], ["field", "value"], "ll")
 
 
 def check_reload(folder: Path) -> dict[str, dict[str, int]]:
@@ -76,15 +98,7 @@ def _build_section(builder, folder: Path) -> tuple[str, dict]:
     if summary_md:
         lines += ["### Build summary", "", summary_md, ""]
     if sample.num_rows:
-        row = _shorten(sample[0])
-        lines += [
-            f"### A sample row ({first_config}/{first_split}, row 0)",
-            "",
-            "```json",
-            json.dumps(row, indent=2, ensure_ascii=False, default=str),
-            "```",
-            "",
-        ]
+        lines += [f"### A sample row ({first_config}/{first_split}, row 0)", "", sample_row_table(sample[0]), ""]
     return "\n".join(lines), {"rows": manifest["rows"], "summary": manifest.get("summary", {})}
 
 
@@ -102,11 +116,10 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-    from histbench.builders.core.build import discover_builders, run_build
+    from histbench.builders.core.build import discover_builders
     from histbench.builders.core.progress import quiet_datasets
-    from histbench.builders.core.validate import validate_build
     from histbench.eval.plugin import discover_evaluators
-    from histbench.eval.report import ReportSection, write_report
+    from histbench.eval.report import staged_report
 
     quiet_datasets()
     builders = discover_builders()
@@ -118,9 +131,21 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     if not builders:
         raise BuildError("no benchmark is registered: nothing to demonstrate")
     evaluators = discover_evaluators(builders)
-    report_dir = Path(out_root) / "report"
     work_root = Path(out_root) / "demo-runs"
-    sections: list[ReportSection] = []
+    # the whole site is staged and replaces build/report only when complete (eval/report.py)
+    with staged_report(Path(out_root) / "report") as report_dir:
+        index = _demo_site(builders, evaluators, report_dir, work_root)
+    log(f"report: {index.with_suffix('.html')} (one page per benchmark beside it; every run's items under viewer/)")
+    return index
+
+
+def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
+    from histbench.builders.core.build import run_build
+    from histbench.builders.core.validate import validate_build
+    from histbench.eval.report import ReportSection, SitePage, site_runs, write_site
+
+    out_root = work_root.parent
+    pages: list[SitePage] = []
     for name, builder in builders.items():
         log(f"== {name}: building the bundled sample")
         sample = builder.manifest().sample_paths()
@@ -128,7 +153,8 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
         validate_build(folder)
         check_reload(folder)
         body, data = _build_section(builder, folder)
-        figures: list[Path] = []
+        sections = [ReportSection("The build", body, data=data)]
+        runs = []
         evaluator = evaluators.get(name)
         if evaluator is not None:
             from histbench.builders.core.dataset import BuiltDataset
@@ -137,15 +163,22 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
             (report_dir / name).mkdir(parents=True, exist_ok=True)
             scored = evaluator.demo(BuiltDataset.open(folder), work_root / name, report_dir / name)
             if scored is not None:
-                body += "\n" + scored.markdown.strip() + "\n"
-                figures += scored.figures
-                data["scores"] = scored.data
-        sections.append(ReportSection(f"{builder.title} ({name} {builder.version})", body, figures, data))
+                sections.append(scored)
+                log(f"== {name}: a viewer for each of {len(scored.runs)} run(s)")
+                runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
+        pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),
+                              runs=runs))
     intro = (
         "Every benchmark below was built from the small synthetic or illustrative samples bundled in "
         "`sources/<benchmark>/sample/`, not from the licensed releases: the numbers show that the whole "
         "pipeline runs and what each table looks like, not the published results."
     )
-    index = write_report(sections, report_dir, "histbench demo report", intro)
-    log(f"report: {index} and {index.with_suffix('.html')}")
-    return index
+    return write_site(pages, report_dir, "histbench demo report", intro)
+
+
+def _built_line(folder: Path) -> str:
+    """What was built, for the site's index card: configs and rows."""
+    manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
+    rows = {config: sum(splits.values()) for config, splits in manifest["rows"].items()}
+    return (f"Built `{folder.name}` from the bundled sample: {sum(rows.values()):,} rows in {len(rows)} configs ("
+            + ", ".join(f"{config} {count:,}" for config, count in rows.items()) + ").")

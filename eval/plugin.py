@@ -21,7 +21,8 @@ from histbench.builders.core.errors import UsageError
 
 if TYPE_CHECKING:
     from histbench.builders.core.dataset import BuiltDataset
-    from histbench.eval.report import ReportSection
+    from histbench.eval.report import Headline, ReportSection
+    from histbench.eval.viewer import ViewerRun
     from histbench.run_results import Results
 
 
@@ -43,6 +44,30 @@ class BenchmarkEvaluator(ABC):
         """The metrics, per-item records and signature of a run folder (what
         `histbench.evaluate` returns)."""
         raise UsageError(f"{self.name} run folders cannot be read as results yet")
+
+    def is_run_folder(self, run_dir: Path) -> bool:
+        """Whether `run_dir` is a run folder of this benchmark (`histbench view` finds the
+        benchmark of a folder by asking every evaluator)."""
+        return False
+
+    def view_items(self, run_dir: Path) -> ViewerRun:
+        """Every item of a run folder for the per-item viewer (histbench.eval.viewer): its
+        prompt, raw response, parsed answer or parse failure, gold, outcome and score,
+        read from the folder's records.jsonl and the benchmark's own per-item files."""
+        raise UsageError(f"{self.name} run folders have no per-item viewer yet", file=run_dir)
+
+    def headlines(self, run_dir: Path) -> list[Headline]:
+        """The headline number(s) of a run folder, with their intervals, for the report
+        site's index card (one per model or system of the run)."""
+        return []
+
+    def report_runs(self, args: argparse.Namespace) -> list[Path]:
+        """The run folders a `histbench report` call reads (default: `args.runs` or `args.run`);
+        the report site writes a viewer for each and links its tables to them."""
+        runs = getattr(args, "runs", None)
+        if runs is None:
+            runs = [args.run] if getattr(args, "run", None) else []
+        return [Path(r) for r in runs]
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Options of `histbench report <name>`."""
@@ -71,7 +96,9 @@ class BenchmarkEvaluator(ABC):
         """Run the reference baselines on the sample build for `histbench demo`.
 
         work_dir: a scratch folder for run stores; report_dir: where figures go (link
-        them relative to the report index as `<name>/<file>`).
+        them relative to the report index as `<name>/<file>`). The section's `runs` lists
+        the run folders it made: the demo writes a viewer for each and puts their headline
+        numbers on the site's index.
         """
         return None
 

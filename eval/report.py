@@ -37,30 +37,65 @@ if TYPE_CHECKING:
 _STAGING: ContextVar[tuple[Path, Path] | None] = ContextVar("histbench_report_staging", default=None)
 REPORT_MARKERS = ("index.md", "report.json")
 
-_HTML_HEAD = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.45; }}
-table {{ border-collapse: collapse; margin: 1rem 0; font-size: 0.92rem; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25rem 0.55rem; text-align: left; }}
-th {{ background: #f3f3f3; }}
-td {{ font-variant-numeric: tabular-nums; }}
-code, pre {{ background: #f6f6f6; }}
-pre {{ padding: 0.6rem; overflow-x: auto; }}
-img {{ max-width: 100%; }}
-</style></head><body>
-"""
+#: the site being written by `run_report`: the benchmark and the runs it reads (viewers written)
+_SITE: ContextVar[SiteContext | None] = ContextVar("histbench_report_site", default=None)
+ITEMS_SCHEME = "histbench-items:"
 
 
 @dataclass
 class ReportSection:
-    """One section of a report: Markdown body (no top heading), figures, numbers."""
+    """One section of a report: Markdown body (no top heading), figures, numbers, and the
+    run folders whose results it shows (`runs`: the site writes their viewers)."""
 
     title: str
     markdown: str
     figures: list[Path] = field(default_factory=list)
     data: dict = field(default_factory=dict)
+    runs: list[Path] = field(default_factory=list)
 
+
+@dataclass
+class Headline:
+    """One headline number of a run for the site's index: `value` is the formatted estimate
+    with its interval; `metric` names it as the paper does."""
+
+    run: str
+    metric: str
+    value: str
+
+
+@dataclass
+class SiteRun:
+    """A run shown on the site: its label, headline numbers and viewer (a path relative to
+    the site's root), and the words of its facet values (see ViewerRun.words) by facet,
+    used to link table cells to the items behind them."""
+
+    label: str
+    run_dir: Path
+    viewer: str | None = None
+    headlines: list[Headline] = field(default_factory=list)
+    words: dict[str, dict[str, str]] = field(default_factory=dict)
+    systems: dict[str, str] = field(default_factory=dict)
+    note: str | None = None
+
+
+@dataclass
+class SitePage:
+    """One benchmark's page: `name` (the page is NAME.html), title, sections, what was built
+    (a sentence for the index card) and the runs it reports."""
+
+    name: str
+    title: str
+    sections: list[ReportSection]
+    built: str = ""
+    runs: list[SiteRun] = field(default_factory=list)
+    intro: str = ""
+
+
+@dataclass
+class SiteContext:
+    benchmark: str
+    runs: list[SiteRun]
 
 def format_number(value, digits: int = 3) -> str:
     if value is None:
@@ -116,34 +151,409 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
 
 
-def markdown_to_html(markdown_text: str, title: str) -> str:
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 0 auto; padding: 0 1.2rem 3rem 1.2rem;
+       line-height: 1.45; color: #1f2328; }
+header.site { display: flex; gap: 1rem; align-items: baseline; border-bottom: 1px solid #d0d7de; padding: 0.7rem 0; }
+header.site a { color: #0969da; text-decoration: none; }
+h1 { font-size: 1.8rem; } h2 { border-bottom: 1px solid #d8dee4; padding-bottom: 0.2rem; margin-top: 2.2rem; }
+table { border-collapse: collapse; margin: 0.4rem 0 1.2rem 0; font-size: 0.9rem; }
+caption { caption-side: top; text-align: left; font-weight: 600; font-size: 0.9rem; padding: 0.2rem 0; color: #24292f; }
+th, td { border: 1px solid #d0d7de; padding: 0.22rem 0.5rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td { font-variant-numeric: tabular-nums; }
+td a, th a { color: #0969da; text-decoration: none; } td a:hover { text-decoration: underline; }
+code, pre { background: #f6f8fa; }
+pre { padding: 0.6rem; overflow-x: auto; }
+figure { margin: 1rem 0 1.6rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figcaption { font-size: 0.9rem; font-weight: 600; margin-top: 0.3rem; color: #24292f; }
+nav.toc { background: #f6f8fa; border: 1px solid #d0d7de; padding: 0.5rem 1rem; margin: 1rem 0; font-size: 0.92rem; }
+nav.toc ul { margin: 0.2rem 0; padding-left: 1.2rem; }
+nav.toc > div > ul { columns: 2; column-gap: 2rem; }
+nav.toc a { color: #0969da; text-decoration: none; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(32rem, 1fr)); gap: 1rem; margin: 1.2rem 0; }
+.card { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.8rem 1rem; }
+.card h2 { font-size: 1.15rem; margin: 0 0 0.4rem 0; border: 0; }
+.card h2 a { color: #0969da; text-decoration: none; }
+.card p { margin: 0.3rem 0; font-size: 0.9rem; }
+.card table { width: 100%; font-size: 0.85rem; }
+.card .more { color: #57606a; font-size: 0.85rem; }
+.card td small { color: #57606a; }
+.card td { vertical-align: top; }
+dl.row { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 0.8rem; font-size: 0.88rem;
+         border: 1px solid #d0d7de; padding: 0.5rem 0.8rem; margin: 0.5rem 0 1rem 0; }
+dl.row dt { font-weight: 600; color: #57606a; } dl.row dd { margin: 0; white-space: pre-wrap; word-break: break-word; }
+"""
+CARD_HEADLINES = 3
+
+
+def _page(title: str, body: str, home: str | None = None) -> str:
+    nav = f'<header class="site"><a href="{html.escape(home)}">&larr; all benchmarks</a></header>\n' if home else ""
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{_CSS}</style></head><body>\n{nav}{body}\n</body></html>\n")
+
+
+def _convert(markdown_text: str) -> tuple[str, str]:
+    """(body HTML, contents list HTML) of a page's Markdown; headings get the anchors the
+    contents list links to."""
     import markdown
 
-    body = markdown.markdown(markdown_text, extensions=["tables", "fenced_code", "toc"])
-    return _HTML_HEAD.format(title=html.escape(title)) + body + "\n</body></html>\n"
+    md = markdown.Markdown(extensions=["tables", "fenced_code", "toc"], extension_configs={"toc": {"toc_depth": "2-4"}})
+    body = md.convert(markdown_text)
+    return body, md.toc
+
+
+def markdown_to_html(markdown_text: str, title: str, *, home: str | None = None, runs: Sequence[SiteRun] = (),
+                     contents: bool = True) -> str:
+    """One page of the site: the Markdown as HTML with a contents list, every figure and
+    table captioned (see `_finish`), table cells linked to the items behind them."""
+    body, toc = _convert(markdown_text)
+    body = _finish(body, runs)
+    if contents and "<li>" in toc:
+        nav = f'<nav class="toc" aria-label="contents"><strong>Contents</strong>{toc}</nav>\n'
+        head, sep, rest = body.partition("</h1>")
+        body = head + sep + "\n" + nav + rest if sep else nav + body
+    return _page(title, body, home)
+
+
+_CAPTION_HEADINGS = ("h2", "h3", "h4", "h5")
+
+
+def _finish(body: str, runs: Sequence[SiteRun]) -> str:
+    """Captions and links, once for every benchmark:
+
+    - an image becomes a <figure> whose visible <figcaption> is its alt text (the reporters
+      name the paper's figure there);
+    - a table gets a <caption>: the line just above it when that line introduces it ("Shift
+      categories (paper Table 1):", moved into the caption), else the nearest heading above
+      it (which names the paper's table or section), with the table's panel when a bold line
+      names one ("Table 8 ...: Both periods accurate"); a table right under its heading is
+      labelled by that heading (aria-labelledby) instead of repeating it;
+    - `histbench-items:` links (`items_link`) point at the run's viewer, or become plain
+      text when the run has none; a table row whose first cell is a run's (or system's)
+      label links that cell to the run's items, and its cells under a heading that names a
+      config or group of the run to those items (e.g. the Cloze column of Table 3).
+    """
+    from lxml import html as lhtml
+
+    if not body.strip():
+        return body
+    root = lhtml.fragment_fromstring(body, create_parent="div")
+    by_dir = {str(Path(r.run_dir).resolve()): r for r in runs}
+    for link in list(root.iter("a")):
+        href = link.get("href") or ""
+        if href.startswith(ITEMS_SCHEME):
+            _resolve_items_link(link, href, by_dir)
+    for img in list(root.iter("img")):
+        _figure(img)
+    heading = heading_element = None
+    panel = None
+    for element in list(root.iter()):
+        if element.tag in _CAPTION_HEADINGS:
+            heading, heading_element, panel = element.text_content().strip(), element, None
+        elif element.tag == "p":
+            children = list(element)
+            text = element.text_content().strip()
+            if len(children) == 1 and children[0].tag == "strong" and children[0].text_content().strip() == text:
+                panel = text
+        elif element.tag == "table":
+            if element.find("caption") is None:
+                _caption_table(element, heading, heading_element, panel)
+            panel = None
+            if runs:
+                _link_table(element, runs)
+    out = (root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
+    return out
+
+
+def _caption_table(table, heading: str | None, heading_element, panel: str | None) -> None:
+    """A table's caption, from what stands above it (see `_finish`): the line just above that
+    introduces it ("... (paper Table 1):") or names its panel (bold) moves into the caption."""
+    previous = table.getprevious()
+    before = previous.text_content().strip() if previous is not None and previous.tag == "p" else ""
+    if before and panel == before:
+        text = f"{heading}: {panel}" if heading else panel
+    elif before.endswith(":") and len(before) <= 160 and len(previous) == 0:
+        text = before[:-1].strip()
+    elif previous is not None and previous is heading_element and heading_element.get("id"):
+        table.set("aria-labelledby", heading_element.get("id"))   # its heading, just above, is its caption
+        return
+    elif heading:
+        text = f"{heading}: {panel}" if panel else heading
+    else:
+        return
+    if text in (before, before[:-1].strip()) and previous is not None:
+        _drop(previous)
+    caption = table.makeelement("caption", {})
+    caption.text = text
+    table.insert(0, caption)
+
+
+def _drop(element) -> None:
+    """Remove an element, keeping the text that follows it."""
+    parent = element.getparent()
+    tail = element.tail or ""
+    previous = element.getprevious()
+    if previous is not None:
+        previous.tail = (previous.tail or "") + tail
+    else:
+        parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def _figure(img) -> None:
+    alt = (img.get("alt") or "").strip()
+    parent = img.getparent()
+    figure = img.makeelement("figure", {})
+    link = img.makeelement("a", {"href": img.get("src", "")})
+    img.set("loading", "lazy")
+    target = parent if parent is not None and parent.tag == "p" and len(parent) == 1 and not (parent.text or "").strip() \
+        else img
+    container = target.getparent()
+    index = container.index(target)
+    tail = target.tail
+    container.remove(target)
+    if target is not img:
+        target.remove(img)
+    img.tail = None
+    link.append(img)
+    figure.append(link)
+    caption = img.makeelement("figcaption", {})
+    caption.text = alt or "Figure"
+    figure.append(caption)
+    figure.tail = tail
+    container.insert(index, figure)
+
+
+def _resolve_items_link(link, href: str, by_dir: dict) -> None:
+    from urllib.parse import unquote
+
+    path, _, fragment = href[len(ITEMS_SCHEME):].partition("#")
+    run = by_dir.get(unquote(path))
+    if run is not None and run.viewer:
+        link.set("href", run.viewer + ("#" + fragment if fragment else ""))
+        link.set("title", f"the items behind this cell ({run.label})")
+        return
+    parent = link.getparent()   # no viewer: the text stays, the link goes
+    previous = link.getprevious()
+    text = (link.text_content() or "") + (link.tail or "")
+    if previous is not None:
+        previous.tail = (previous.tail or "") + text
+    else:
+        parent.text = (parent.text or "") + text
+    parent.remove(link)
+
+
+def _table_title(table) -> str:
+    caption = table.find("caption")
+    if caption is not None:
+        return caption.text_content()
+    label = table.get("aria-labelledby")
+    if label:
+        for element in table.getroottree().iter():
+            if element.get("id") == label:
+                return element.text_content()
+    return ""
+
+
+def _named_in(title: str, words: dict[str, str]) -> str | None:
+    """The one facet value whose label (or alias, 3 characters at least) the title names as a
+    whole word; None when it names none or several."""
+    found = {value for word, value in words.items()
+             if len(word) >= 3 and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", title)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _link_table(table, runs: Sequence[SiteRun]) -> None:
+    """Link a table's run rows and their config / group cells to the run's items: a config or
+    group the table's caption names (a task, a split) filters every link of the table, one
+    that a cell of the row names (a group column) every link of the row."""
+    from histbench.eval.viewer import items_url
+
+    headers = [th.text_content().strip() for th in table.iterfind(".//thead/tr/th")]
+    title = _table_title(table)
+    labels: dict[str, tuple[SiteRun, str | None]] = {}
+    for run in runs:
+        if run.viewer:
+            labels.setdefault(run.label, (run, None))
+            for system, label in run.systems.items():
+                labels.setdefault(label, (run, system))
+                labels.setdefault(system, (run, system))
+    for tr in table.iterfind(".//tbody/tr"):
+        cells = tr.findall("td")
+        at = next((k for k, cell in enumerate(cells[:2]) if cell.text_content().strip() in labels
+                   and cell.find(".//a") is None), None)
+        if at is None:
+            continue
+        run, system = labels[cells[at].text_content().strip()]
+        base = {facet: _named_in(title, run.words.get(facet, {})) for facet in ("config", "group")}
+        for facet in ("config", "group"):   # a cell of the row that is a config or group ("EME") narrows it
+            named = {run.words.get(facet, {}).get(c.text_content().strip()) for c in cells[at + 1:]} - {None}
+            if len(named) == 1:
+                base[facet] = named.pop()
+        _wrap(cells[at], items_url(run.viewer, system=system, **base), f"the items of {cells[at].text_content().strip()}")
+        for header, cell in zip(headers[at + 1:], cells[at + 1:], strict=False):
+            text = cell.text_content().strip()
+            if cell.find(".//a") is not None or not text or text == "-":
+                continue
+            for facet in ("config", "group"):
+                value = run.words.get(facet, {}).get(header)
+                if value is not None:
+                    _wrap(cell, items_url(run.viewer, system=system, **{**base, facet: value}),
+                          "the items behind this cell")
+                    break
+
+
+def _wrap(cell, href: str, title: str) -> None:
+    link = cell.makeelement("a", {"href": href, "title": title})
+    link.text = cell.text
+    cell.text = None
+    for child in list(cell):
+        cell.remove(child)
+        link.append(child)
+    cell.append(link)
+
+
+def items_link(text: str, run_dir: Path, **filters: str | None) -> str:
+    """Markdown for `text` linked to the items of the run folder `run_dir` that match
+    `filters` (config, group, system, outcome, q): the site points it at the run's viewer;
+    where the run has none (e.g. `histbench report` printing only) it stays plain text."""
+    from urllib.parse import quote, urlencode
+
+    params = urlencode({k: v for k, v in filters.items() if v not in (None, "")})
+    return f"[{text}]({ITEMS_SCHEME}{quote(str(Path(run_dir).resolve()))}{'#' + params if params else ''})"
+
+
+def _strip_items_links(markdown_text: str, runs: Sequence[SiteRun]) -> str:
+    """The Markdown copy of a page: item links become the viewer's relative path, or plain text."""
+    from urllib.parse import unquote
+
+    by_dir = {str(Path(r.run_dir).resolve()): r for r in runs}
+
+    def replace(match: re.Match) -> str:
+        text, target = match.group(1), match.group(2)
+        path, _, fragment = target.partition("#")
+        run = by_dir.get(unquote(path))
+        if run is not None and run.viewer:
+            return f"[{text}]({run.viewer}{'#' + fragment if fragment else ''})"
+        return text
+
+    return re.sub(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(" + re.escape(ITEMS_SCHEME) + r"([^)\s]*)\)", replace, markdown_text)
+
+
+def _page_markdown(page: SitePage, level: int) -> str:
+    hashes = "#" * level
+    parts = [f"{hashes} {page.title}", ""]
+    if page.intro:
+        parts += [page.intro, ""]
+    for section in page.sections:
+        parts += [f"{hashes}# {section.title}", "", section.markdown.strip(), ""]
+    return "\n".join(parts)
+
+
+def _card(page: SitePage) -> str:
+    """One benchmark's card: what was built, each run with its headline numbers (at most
+    CARD_HEADLINES a run; the rest are on the page) and a link to its items."""
+    parts = [f'<section class="card" id="card-{html.escape(page.name)}">',
+             f'<h2><a href="{html.escape(page.name)}.html">{html.escape(page.title)}</a></h2>']
+    if page.built:
+        parts.append(f"<p>{_inline(page.built)}</p>")
+    if not page.runs:
+        parts += ["<p>No run scored.</p>", "</section>"]
+        return "\n".join(parts)
+    parts.append("<table><thead><tr><th>run</th><th>headline</th><th>value [95% interval]</th></tr></thead><tbody>")
+    for run in page.runs:
+        shown = run.headlines[:CARD_HEADLINES] or [Headline(run.label, run.note or "", "")]
+        more = len(run.headlines) - len(shown)
+        name = html.escape(run.label)
+        if run.viewer:
+            name = f'<a href="{html.escape(run.viewer)}" title="every item of this run">{name}</a><br><small>items</small>'
+        rows = len(shown) + (1 if more > 0 else 0)
+        for k, h in enumerate(shown):
+            metric = h.metric if h.run == run.label else f"{h.run}: {h.metric}"
+            first = f'<td rowspan="{rows}">{name}</td>' if k == 0 else ""
+            parts.append(f"<tr>{first}<td>{html.escape(metric)}</td><td>{html.escape(h.value)}</td></tr>")
+        if more > 0:
+            parts.append(f'<tr><td colspan="2" class="more">and {more} more on <a href="{html.escape(page.name)}.html">'
+                         "the page</a></td></tr>")
+    parts += ["</tbody></table>", "</section>"]
+    return "\n".join(parts)
+
+
+def _inline(markdown_text: str) -> str:
+    import markdown
+
+    text = markdown.markdown(markdown_text)
+    return text[3:-4] if text.startswith("<p>") and text.endswith("</p>") else text
+
+
+def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str = "") -> Path:
+    """The report site: index.html (one card per benchmark: what was built, its runs and
+    their headline numbers), NAME.html per benchmark (contents list, captions, links to the
+    viewers), and index.md (every page as Markdown) and report.json (every number) beside
+    them. Returns index.md's path (where it will be once a staged folder is in place)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = [p.name for p in pages]
+    if len(set(names)) != len(names) or any(not re.fullmatch(r"[a-z0-9_-]+", n) or n == "index" for n in names):
+        raise UsageError(f"report page names must be distinct lower-case words other than 'index': {names}")
+    if len(pages) == 1 and pages[0].title == title and not intro:   # one benchmark's report: its page as it is
+        markdown_text = _strip_items_links(_page_markdown(pages[0], 1), pages[0].runs)
+    else:
+        parts = [f"# {title}", ""]
+        if intro:
+            parts += [intro, ""]
+        for page in pages:
+            parts += [_strip_items_links(_page_markdown(page, 2), page.runs), ""]
+        markdown_text = "\n".join(parts)
+    rendered = {"index.md": markdown_text}
+    for page in pages:
+        text = _page_markdown(page, 1)
+        rendered[f"{page.name}.html"] = markdown_to_html(text, page.title, home="index.html", runs=page.runs)
+    cards = "\n".join(_card(page) for page in pages)
+    intro_html = _inline(intro) if intro else ""
+    rendered["index.html"] = _page(title, f"<h1>{html.escape(title)}</h1>\n"
+                                          + (f"<p>{intro_html}</p>\n" if intro_html else "")
+                                          + f'<div class="cards">\n{cards}\n</div>')
+    if len(pages) == 1:
+        data = {s.title: to_native(s.data) for s in pages[0].sections}
+    else:
+        data = {p.title: {s.title: to_native(s.data) for s in p.sections} for p in pages}
+    rendered["report.json"] = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    for name, content in rendered.items():
+        write_text_atomic(out_dir / name, content)
+    return final_path(out_dir / "index.md")
 
 
 def write_report(sections: list[ReportSection], out_dir: Path, title: str, intro: str = "") -> Path:
-    """Write index.md, index.html and report.json into out_dir; returns index.md's path
-    (where it will be once a staged report folder is in place, see `run_report`)."""
+    """One benchmark's report: inside `histbench report BENCHMARK` (`run_report`) a site of
+    one card and one page (see `write_site`), with the viewers of the runs it reads; called
+    on its own, index.html is the page itself. Returns index.md's path (where it will be
+    once a staged report folder is in place, see `run_report`)."""
+    site = _SITE.get()
+    if site is not None:
+        page = SitePage(site.benchmark, title, sections, runs=site.runs, intro=intro,
+                        built=_built_from_runs(site.runs))
+        return write_site([page], out_dir, title)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    parts = [f"# {title}", ""]
-    if intro:
-        parts += [intro, ""]
-    for section in sections:
-        parts += [f"## {section.title}", "", section.markdown.strip(), ""]
-    text = "\n".join(parts)
-    data = {section.title: to_native(section.data) for section in sections}
+    page = SitePage("report", title, sections, intro=intro)
+    text = _page_markdown(page, 1)
     rendered = {
-        "index.md": text,
+        "index.md": _strip_items_links(text, []),
         "index.html": markdown_to_html(text, title),
-        "report.json": json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n",
+        "report.json": json.dumps({s.title: to_native(s.data) for s in sections}, indent=2, ensure_ascii=False,
+                                  default=str) + "\n",
     }
     for name, content in rendered.items():
         write_text_atomic(out_dir / name, content)
     return final_path(out_dir / "index.md")
 
+
+def _built_from_runs(runs: Sequence[SiteRun]) -> str:
+    return f"{len(runs)} run folder{'s' if len(runs) != 1 else ''} reported" if runs else ""
 
 def final_path(path: Path) -> Path:
     """Where a path inside the report folder being staged will be once it is in place."""
@@ -209,11 +619,54 @@ def _retarget(tmp: Path, final: Path) -> None:
 
 def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
     """`histbench report <benchmark>`: the evaluator's report, written atomically into the
-    folder its `report_out(args)` names (nothing staged when it names none)."""
+    folder its `report_out(args)` names (nothing staged when it names none), as a site: an
+    index card, the benchmark's page, and a viewer of every run it reads (viewer/RUN/)."""
     out = evaluator.report_out(args)
     if out is None:
         evaluator.run_report(args)
         return
     with staged_report(Path(out)) as tmp:
-        args.out = tmp
-        evaluator.run_report(args)
+        runs = site_runs(evaluator, evaluator.report_runs(args), tmp, Path("viewer"))
+        token = _SITE.set(SiteContext(evaluator.name, runs))
+        try:
+            args.out = tmp
+            evaluator.run_report(args)
+        finally:
+            _SITE.reset(token)
+
+
+def site_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path, viewer_dir: Path) -> list[SiteRun]:
+    """A viewer (site_root/viewer_dir/NAME/) and the headline numbers of each run folder.
+
+    A run the viewer cannot read is still listed, with the reason, and its report is
+    written all the same (the viewer is an addition to the report, not a condition of it)."""
+    from histbench.builders.core.errors import HistbenchError
+    from histbench.builders.core.progress import log
+    from histbench.eval.viewer import write_viewer
+
+    runs: list[SiteRun] = []
+    used: set[str] = set()
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir)
+        name = slug(run_dir.name)
+        while name in used:
+            name += "-2"
+        used.add(name)
+        try:
+            viewed = evaluator.view_items(run_dir)
+        except HistbenchError as exc:
+            log(f"[{evaluator.name}] no viewer for {run_dir}: {exc}")
+            runs.append(SiteRun(run_dir.name, run_dir, note=f"no viewer: {exc}"))
+            continue
+        relative = (viewer_dir / name).as_posix()
+        write_viewer(viewed, site_root / viewer_dir / name)
+        systems = {v["value"]: v["label"] for v in viewed.facet_values()["system"]}
+        try:
+            headlines = evaluator.headlines(run_dir)
+        except HistbenchError as exc:
+            headlines, note = [], f"no headline: {exc}"
+        else:
+            note = None
+        runs.append(SiteRun(viewed.label, run_dir, f"{relative}/index.html", headlines,
+                            {f: viewed.words(f) for f in ("config", "group")}, systems, note))
+    return runs

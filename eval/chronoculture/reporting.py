@@ -534,8 +534,8 @@ class Part:
 
 
 def _img(path: Path, link_prefix: str, caption: str) -> str:
-    """An image with its caption as alt text and as a visible line below it."""
-    return f"![{caption}]({link_prefix}{path.name})\n\n*{caption}*"
+    """An image with its caption as alt text (the report site shows it as the figure's caption)."""
+    return f"![{caption}]({link_prefix}{path.name})"
 
 
 def _cells(a: Analysis, *prefixes: str) -> dict:

@@ -185,4 +185,4 @@ def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model
     data = {p.title: p.data for p in parts}
     title = (f"ChronoCulture: {label} on a stratified sample, and reference runs" if model_entry is not None
              else "ChronoCulture reference runs")
-    return ReportSection(title, markdown, figures, data)
+    return ReportSection(title, markdown, figures, data, runs=[p.run_dir for p in runs if p.run_dir is not None])

@@ -1,8 +1,9 @@
 """A ChronoCulture run folder as `histbench.Results` (what `histbench.evaluate` returns).
 
 Metrics are every cell of the report's analysis of this one run (`analysis.analyse`, with
-the report's defaults: the knowledge filter keeps 75% of the question x country cells for a
-model run, every pair for a reference run; 1,000 bootstrap resamples over temporal pairs,
+the report's defaults, `data.analysis_retention`: the knowledge filter keeps 75% of the
+question x country cells for a model run, every pair for a reference run and for a model
+run on a stratified --sample (as F.3 does); 1,000 bootstrap resamples over temporal pairs,
 seed 0): dotted keys such as `rf1.default.tau0.10.all.both` -> estimate, 95% interval and pairs,
 plus `counts` (every exclusion). Records are predictions.jsonl, one line per prompt. The
 references a report adds under each model (uniform, static) and comparisons across runs
@@ -17,13 +18,12 @@ from histbench.builders.core.dataset import BuiltDataset
 from histbench.builders.core.errors import EvalError
 from histbench.run_results import Results
 
-RETENTION = 0.75
 RESAMPLES = 1000
 
 
 def run_results(run_dir: Path) -> Results:
     from .analysis import analyse
-    from .data import load_benchmark, load_predictions, read_run
+    from .data import analysis_retention, load_benchmark, load_predictions, read_run
 
     info, rows = read_run(run_dir)
     dataset = (info.get("dataset") or {}).get("path")
@@ -35,7 +35,7 @@ def run_results(run_dir: Path) -> Results:
         raise EvalError(f"the run was made on dataset data {recorded[:12]}, not on {dataset}", file=run_dir)
     bench = load_benchmark(built)
     preds = load_predictions(bench, run_dir)
-    retention = RETENTION if preds.kind == "model" else 1.0
+    retention = analysis_retention(preds.kind, info)
     analysis = analyse(bench, preds, retention=retention, resamples=RESAMPLES, seed=0).to_json()
     metrics = {**analysis["cells"], "counts": analysis["counts"]}
     if analysis.get("modal"):

@@ -130,6 +130,21 @@ class ChronologicEvaluator(BenchmarkEvaluator):
 
         return run_results(run_dir)
 
+    def is_run_folder(self, run_dir: Path) -> bool:
+        from .viewer import is_run_folder
+
+        return is_run_folder(run_dir)
+
+    def view_items(self, run_dir: Path):
+        from .viewer import view_items
+
+        return view_items(run_dir)
+
+    def headlines(self, run_dir: Path):
+        from .viewer import headlines
+
+        return headlines(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
         parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")

@@ -44,9 +44,12 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     ]
     if note:
         lines += ["", note]
-    lines += ["", f"![Accuracy per group with 95% intervals](chronologic/{figure.name})"]
+    lines += ["", f"![Table 3 (5.1) as a chart: likelihood accuracy per group, bootstrap medians with 95% intervals]"
+                  f"(chronologic/{figure.name})"]
+    run_dirs = [Path(work_dir) / "likelihood-random"] + ([Path(work_dir) / "likelihood-smollm2"] if len(results) > 1 else [])
     return ReportSection("Chronologic-EN likelihood", "\n".join(lines), figures=[figure],
-                         data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"]} for r in results})
+                         data={r["label"]: {"metrics": r["metrics"], "signature": r["signature"]["text"]} for r in results},
+                         runs=run_dirs)
 
 
 def accuracy_figure(results: list[dict], path: Path) -> Path:
@@ -63,7 +66,7 @@ def accuracy_figure(results: list[dict], path: Path) -> Path:
     from .report import sort_by_brier
 
     results = sort_by_brier(results)
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    fig, ax = plt.subplots(figsize=(6.4, 3.7))
     width = 0.8 / max(1, len(results))
     x = np.arange(len(GROUPS))
     for k, r in enumerate(results):
@@ -77,8 +80,9 @@ def accuracy_figure(results: list[dict], path: Path) -> Path:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.set_title("Chronologic-EN sample: likelihood accuracy per group")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    # below the axes, never over a bar or an interval
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=max(1, len(results)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)

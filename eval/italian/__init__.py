@@ -92,6 +92,21 @@ class ItalianEvaluator(BenchmarkEvaluator):
 
         return run_results(run_dir)
 
+    def is_run_folder(self, run_dir: Path) -> bool:
+        from .viewer import is_run_folder
+
+        return is_run_folder(run_dir)
+
+    def view_items(self, run_dir: Path):
+        from .viewer import view_items
+
+        return view_items(run_dir)
+
+    def headlines(self, run_dir: Path):
+        from .viewer import headlines
+
+        return headlines(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")
         parser.add_argument("--out", type=Path, help="write index.md / index.html / report.json here")
@@ -114,7 +129,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
             figure = results_figure(loaded, Path(args.out) / "results.png")
             if figure is not None:
                 figures.append(figure)
-                text += f"\n![{FIGURE_TITLE}]({figure.name})\n\n*Figure: {FIGURE_TITLE}.*\n"
+                text += f"\n![{FIGURE_TITLE}]({figure.name})\n"
             index = write_report([ReportSection("Historical Italian", text, figures, data={"runs": loaded})], args.out,
                                  "Historical Italian benchmark")
             print(f"\nreport: {index}")

@@ -40,6 +40,21 @@ class MherEvaluator(BenchmarkEvaluator):
 
         return run_results(run_dir)
 
+    def is_run_folder(self, run_dir: Path) -> bool:
+        from .viewer import is_run_folder
+
+        return is_run_folder(run_dir)
+
+    def view_items(self, run_dir: Path):
+        from .viewer import view_items
+
+        return view_items(run_dir)
+
+    def headlines(self, run_dir: Path):
+        from .viewer import headlines
+
+        return headlines(run_dir)
+
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .report import add_report_arguments
 

@@ -74,4 +74,4 @@ def demo(built, work_dir: Path, report_dir: Path) -> ReportSection:
         parts += [f"### {section.title}", "", section.markdown.strip(), ""]
         figures += section.figures
     return ReportSection("MHER baselines and reference systems", "\n".join(parts), figures,
-                         {"baselines": data["baselines"], "analysis": data["analysis"]})
+                         {"baselines": data["baselines"], "analysis": data["analysis"]}, runs=run_dirs)

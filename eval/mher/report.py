@@ -339,7 +339,7 @@ def aggregate_table(aggregate: dict) -> str:
 
 def _figure_markdown(name: str, path: Path, link_prefix: str) -> str:
     title = FIGURE_TITLES[name]
-    return f"![{title}]({link_prefix}{path.name})\n\n*{title}.*"
+    return f"![{title}]({link_prefix}{path.name})"
 
 
 def _systems_from_runs(runs: list[Run]) -> tuple[list[tuple[Run, dict]], list[System]]:

@@ -106,5 +106,6 @@ def run_demo(built, work_dir: Path, report_dir: Path, *, top_k: int = 10):
         f"(valence demo: {time.monotonic() - started:.1f} s)",
         "",
     ])
+    section.runs = [run_dir]
     section.data["automatic"] = {"summary": auto_scores.summary, "agreement": {"equal": agree, "compared": len(compared)}}
     return section

@@ -164,7 +164,7 @@ def plot_mean_bias(scores: Scores, path: Path, title: str | None = None) -> Path
     groups = scores.groups
     n = max(1, len(scores.models))
     width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(2.0 * len(groups) + 2.5, 3.6))
+    fig, ax = plt.subplots(figsize=(2.0 * len(groups) + 2.5, 3.9))
     for j, m in enumerate(scores.models):
         xs, ys, lows, highs = [], [], [], []
         for i, g in enumerate(groups):
@@ -186,9 +186,10 @@ def plot_mean_bias(scores: Scores, path: Path, title: str | None = None) -> Path
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel(f"mean beta ({mode})")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
     ax.set_title(title or "mean bias per group (dashed: the group's mean rho)")
-    fig.tight_layout()
+    # below the axes, never over a point or the dashed mean-rho lines
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=max(1, n), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -278,11 +279,11 @@ def build_section(
         "Top-k predictions by status: " + ", ".join(f"{k} {v}" for k, v in sorted(status.items()))
         + " (sub-word pieces and special tokens are reported, never scored).",
         "",
-        f"![Figure 1]({link_prefix}{fig1.name})",
+        f"![Figure 1. Distribution of the bias score beta per sentence group and model]({link_prefix}{fig1.name})",
         "",
-        f"![Figure 2]({link_prefix}{fig2.name})",
+        f"![Figure 2. Distribution of the domain adequacy delta per sentence group and model]({link_prefix}{fig2.name})",
         "",
-        f"![Figure 3]({link_prefix}{fig3.name})",
+        f"![Figure 3. Mean bias beta per sentence group and model]({link_prefix}{fig3.name})",
         "",
         "### Example sentences (Tables 1-3 style)",
         "",

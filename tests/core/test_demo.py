@@ -35,9 +35,11 @@ def test_demo_writes_report(toy_demo, tmp_path):
     assert "| items | dev | 6 |" in text
     assert "12 lines read." in text
     assert "Always-'different' baseline accuracy: 1.000" in text
-    assert '"item_id": "i0"' in text
+    assert "| `item_id` | i0 |" in text   # the sample row as a field / value table, not a JSON dump
     html = (index.parent / "index.html").read_text()
-    assert "<table>" in html and "Toy benchmark" in html
+    assert 'class="card"' in html and 'href="toy.html"' in html and "Toy benchmark" in html   # the index: a card
+    page = (index.parent / "toy.html").read_text()
+    assert "<table>" in page and "baseline accuracy: 1.000" in page   # the page: the tables
     assert (index.parent / "report.json").is_file()
 
 

@@ -47,7 +47,7 @@ def test_a_failed_report_leaves_the_earlier_one_as_it_was(tmp_path):
     out = tmp_path / "report"
     _report(out, "v1")
     before = _snapshot(out)
-    assert set(before) == {"figures/plot.png", "ledger.csv", "index.md", "index.html", "report.json"}
+    assert set(before) == {"figures/plot.png", "ledger.csv", "index.md", "index.html", "toy.html", "report.json"}
     with pytest.raises(EvalError, match="model column"):
         _report(out, "v2", fail=True)
     assert _snapshot(out) == before

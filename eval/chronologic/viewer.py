@@ -1,0 +1,222 @@
+"""Chronologic-EN run folders in the per-item viewer (histbench.eval.viewer).
+
+- likelihood runs (`--mode likelihood`, `--baseline random`): one item per question. The
+  prompt is the context every option was scored after, as the run store holds it (rebuilt
+  from the build the run records, with its prompt template, --limit and frame permutation,
+  then looked up in records.jsonl); each option shows its text, summed log-likelihood,
+  token count, mean per-token log-likelihood, softmax probability, the released answer
+  probability (gold) and the model's choice. Outcome: correct / wrong by the Table 3 rule
+  (acc); `abstained` when the model's top option is "insufficient information" and that
+  is not the answer; the random baseline's expected accuracy 1/n is neither: `unscored`.
+  Score: the question's Brier (softmax) term.
+- free-generation runs (`--mode generate`): one item per question, with the system and user
+  messages as sent, the raw answer and the cleaned one; `invalid` when the answer is empty
+  or the request failed, otherwise `unscored` (the judges score them, `--mode judge`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from histbench.builders.chronologic.taxonomy import GROUP_LABELS, TYPE_LABELS
+from histbench.builders.core.errors import EvalError
+from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages
+
+from .likelihood import LEDGER_NAME, RESULTS_NAME
+
+ABSTAIN = "insufficient information"
+GROUP_NAMES = {"cloze": "Cloze tasks", "generation": "Generation tasks", "knowledge": "Knowledge and inference"}
+OPTION_COLUMNS = (("text", "option"), ("loglik", "log-likelihood"), ("tokens", "tokens"),
+                  ("mean_loglik", "mean per token"), ("probability", "softmax p"), ("gold", "released p"),
+                  ("chosen", "chosen"))
+
+
+def is_run_folder(run_dir: Path) -> bool:
+    path = Path(run_dir) / RESULTS_NAME
+    if not path.is_file():
+        return False
+    try:
+        return read_json_object(path, error=EvalError).get("benchmark") == "chronologic"
+    except EvalError:
+        return False
+
+
+def view_items(run_dir: Path) -> ViewerRun:
+    run_dir = Path(run_dir)
+    if not is_run_folder(run_dir):
+        raise EvalError(f"not a Chronologic-EN run folder ({RESULTS_NAME} of benchmark chronologic is missing)", file=run_dir)
+    results = read_json_object(run_dir / RESULTS_NAME, error=EvalError)
+    mode = results.get("mode")
+    labels = {"group": GROUP_NAMES, "config": {"questions": "questions"}}
+    aliases = {"group": {g: [GROUP_LABELS[g]] for g in GROUP_LABELS}}
+    if mode == "likelihood":
+        items, notes = _likelihood_items(run_dir, results)
+        return ViewerRun("chronologic", results.get("label") or run_dir.name, run_dir, items, labels, notes,
+                         OPTION_COLUMNS, aliases)
+    if mode == "generate":
+        items, notes = _generation_items(run_dir, results)
+        return ViewerRun("chronologic", results.get("label") or run_dir.name, run_dir, items, labels, notes,
+                         aliases=aliases)
+    raise EvalError(f"a {mode!r} run has no per-item answers to view (the viewer shows likelihood and generate runs)",
+                    file=run_dir / RESULTS_NAME)
+
+
+def _questions(results: dict, run_dir: Path) -> tuple[dict[int, dict], str | None]:
+    """The build's questions as the run scored them (frames applied), by number; or a note
+    saying why the build cannot be read."""
+    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.builders.core.errors import HistbenchError
+
+    from .data import FramePermutation, apply_frames, load_questions
+
+    dataset = (results.get("dataset") or {}).get("path")
+    if not dataset:
+        return {}, "the run does not record its build: option texts and prompts are not shown"
+    try:
+        built = BuiltDataset.open(dataset, benchmark="chronologic")
+    except HistbenchError as exc:
+        return {}, f"the build {dataset} cannot be opened ({exc}): option texts and prompts are not shown"
+    recorded = (results.get("dataset") or {}).get("data_sha256")
+    if recorded and recorded != built.identity().get("data_sha256"):
+        return {}, f"the build at {dataset} is not the one this run scored (data {recorded[:12]}): prompts are not shown"
+    questions = load_questions(built, (results.get("options") or {}).get("limit"))
+    permutation = results.get("frame_permutation")
+    if permutation:
+        perm = FramePermutation({int(k): int(v) for k, v in permutation["donor"].items()}, (), (),
+                                permutation.get("seed", 0), permutation.get("groups", "authors"))
+        questions = apply_frames(questions, perm)
+    return {q["question_number"]: q for q in questions}, None
+
+
+def _template(results: dict, run_dir: Path):
+    """The likelihood prompt template the run used (its recorded text)."""
+    import tempfile
+
+    from .data import PromptTemplate
+
+    recorded = results.get("prompt_template") or {}
+    text = recorded.get("text")
+    if not text:
+        return PromptTemplate.load(recorded.get("path"))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "likelihood_prompt.yaml"
+        path.write_text(text, encoding="utf-8")
+        return PromptTemplate.load(path)
+
+
+def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
+    ledger = run_dir / LEDGER_NAME
+    if not ledger.is_file():
+        raise EvalError(f"the likelihood run has no {LEDGER_NAME}", file=run_dir)
+    baseline = (results.get("model") or {}).get("baseline")
+    questions, note = _questions(results, run_dir)
+    notes = [note] if note else []
+    template = _template(results, run_dir) if questions else None
+    stored = StoredAnswers.open(run_dir)
+    if baseline:
+        notes.append("random-choice baseline: every option equally likely, no model was asked; a question's "
+                     "expected accuracy is 1/n (outcome: unscored)")
+    tokenisation = (results.get("options") or {}).get("tokenisation", "authors")
+    notes.append(f"log-likelihoods with the {tokenisation} tokenisation; score: the question's Brier (softmax) term")
+    items = []
+    for _, row in iter_jsonl_objects(ledger, error=EvalError):
+        number = row["question_number"]
+        question = questions.get(number)
+        context = template.render_context(question) if question is not None else None
+        texts = list(question["answer_strings"]) if question is not None else [None] * row["n_options"]
+        missing_records = 0
+        options = []
+        for k in range(row["n_options"]):
+            option = {"text": texts[k], "loglik": row["loglik"][k], "tokens": row["n_tokens"][k],
+                      "mean_loglik": row["mean_loglik"][k], "probability": row["probabilities"][k],
+                      "gold": row["answer_probabilities"][k] or False, "chosen": k == row["choice"]}
+            if context is not None and not baseline:
+                record = stored.loglikelihood(context, template.render_continuation(texts[k]))
+                missing_records += record is None
+            options.append(option)
+        acc = float(row["acc"])
+        chosen_text = (texts[row["choice"]] or "").strip().lower().rstrip(".")
+        if baseline or 0.0 < acc < 1.0:
+            outcome = "unscored"
+        elif acc >= 1.0:
+            outcome = "correct"
+        elif chosen_text == ABSTAIN:
+            outcome = "abstained"
+        else:
+            outcome = "wrong"
+        details = {"reasoning type": TYPE_LABELS.get(row["reasoning_type"], row["reasoning_type"]),
+                   "accuracy (Table 3 rule)": acc, "any ground truth": row.get("acc_any"),
+                   "tied top options": row.get("tied"), "p(truth)": row.get("p_truth")}
+        if row.get("frame_donor") not in (None, number):
+            details["metadata frame of question"] = row["frame_donor"]
+        if missing_records:
+            details["options not found in records.jsonl"] = missing_records
+        items.append({
+            "id": str(number), "config": "questions", "group": row["group"], "system": None, "outcome": outcome,
+            "score": row.get("brier_softmax"), "score_label": "Brier", "kind": "loglikelihood",
+            "prompt": context, "prompt_label": "prompt (the context every option is scored after)",
+            "options": options, "gold": [t for t, p in zip(texts, row["answer_probabilities"], strict=True) if p == 1.0],
+            "parsed": texts[row["choice"]], "details": details,
+        })
+    return items, notes
+
+
+def _generation_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
+    questions, note = _questions(results, run_dir)
+    notes = [note] if note else []
+    notes.append("free generation: answers are scored by the judges (--mode judge), not here (outcome: unscored)")
+    stored = StoredAnswers.open(run_dir)
+    items = []
+    for answer in results.get("answers") or []:
+        number = answer["question_number"]
+        question = questions.get(number)
+        record = stored.by_key.get(answer.get("key") or "")
+        messages = request_messages(record)
+        prompt = None
+        if messages is None and record is not None:
+            prompt = (record.get("request") or {}).get("prompt")
+        if answer.get("error"):
+            outcome, problem = "invalid", f"request failed: {answer['error']}"
+        elif answer.get("empty"):
+            outcome, problem = "invalid", "empty answer after cleaning (scores 0 on the substantive channel)"
+        else:
+            outcome, problem = "unscored", None
+        gold = None
+        if question is not None:
+            gold = [t for t, p in zip(question["answer_strings"], question["answer_probabilities"], strict=True) if p == 1.0]
+        items.append({
+            "id": str(number), "config": "questions", "group": (question or {}).get("group"), "system": None,
+            "outcome": outcome, "score": None, "kind": "generate", "messages": messages, "prompt": prompt,
+            "response": answer.get("raw"), "parsed": answer.get("answer") or None, "parse_error": problem,
+            "gold": gold, "details": {"finish reason": answer.get("finish_reason"),
+                                      "token budget": answer.get("max_new_tokens")},
+        })
+    return items, notes
+
+
+def headlines(run_dir: Path):
+    """Table 3's two numbers for a likelihood run: the authors' Brier and accuracy overall
+    (bootstrap medians with 95% percentile intervals, as Table 3 quotes them); the answer
+    count for a generation run (its scores come from the judges)."""
+    from histbench.eval.report import Headline, format_ci
+
+    results = read_json_object(Path(run_dir) / RESULTS_NAME, error=EvalError)
+    label = results.get("label") or Path(run_dir).name
+    if results.get("mode") == "likelihood":
+        metrics = results.get("metrics") or {}
+        out = []
+        brier = (metrics.get("brier") or {}).get("overall")
+        if brier:
+            out.append(Headline(label, "Brier (Table 3, lower is better)",
+                                format_ci(brier["median"], brier["low"], brier["high"], digits=4)))
+        acc = (metrics.get("acc") or {}).get("overall")
+        if acc:
+            out.append(Headline(label, "accuracy % (Table 3 rule)",
+                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True)))
+        return out
+    if results.get("mode") == "generate":
+        counts = results.get("counts") or {}
+        return [Headline(label, "answers (free generation; judged separately)",
+                         f"{counts.get('questions', 0) - counts.get('empty_answers', 0):,} of {counts.get('questions', 0):,}")]
+    return []

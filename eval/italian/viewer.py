@@ -1,0 +1,146 @@
+"""Historical Italian run folders in the per-item viewer (histbench.eval.viewer).
+
+One item per scored row of items/<task>.jsonl; config: the task; group: the snippet genre
+where the task has one (chronological ranking). A model run's prompt is the system and
+user messages as sent (rebuilt from the build the run's signature records and looked up in
+records.jsonl), with the raw answer; the parsed answer or why it failed (a parse error, a
+cut-off answer, a failed request). Outcome: multiple-choice tasks `correct` / `wrong`;
+ranking and NER rows have no right or wrong of their own (`unscored`; score: the row's
+Spearman correlation, the number of predicted entities); a failure is `invalid`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from histbench.builders.core.errors import EvalError, HistbenchError
+from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
+
+from .tasks import LETTERS, MCQ_TASKS, NER_TASKS, TASKS, gold_choice, load_prompts, messages
+
+TASK_LABELS = {
+    "wsd": "Word sense disambiguation", "ner_classense": "NER, Canneti-Fiacchi letters", "ner_bellini": "NER, Bellini letters",
+    "chrono_ranking": "Chronological ranking", "authorship": "Authorship verification", "head": "Head prediction",
+    "deprel": "Dependency relation prediction", "intertext": "Intertextuality detection",
+}
+
+
+def is_run_folder(run_dir: Path) -> bool:
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        return False
+    try:
+        data = read_json_object(path, error=EvalError)
+    except EvalError:
+        return False
+    return isinstance(data.get("tasks"), dict) and "benchmark" not in data
+
+
+def _build_rows(data: dict) -> tuple[dict[str, dict[str, dict]], str | None]:
+    from histbench.builders.core.dataset import BuiltDataset
+
+    dataset = ((data.get("signature") or {}).get("dataset") or {})
+    if not dataset.get("path"):
+        return {}, "the run does not record its build: prompts and option texts are not shown"
+    try:
+        built = BuiltDataset.open(dataset["path"], benchmark="italian")
+    except HistbenchError as exc:
+        return {}, f"the build {dataset['path']} cannot be opened ({exc}): prompts and option texts are not shown"
+    if dataset.get("data_sha256") and dataset["data_sha256"] != built.identity().get("data_sha256"):
+        return {}, f"the build at {dataset['path']} is not the one this run scored: prompts are not shown"
+    rows = {}
+    for task in data.get("tasks") or {}:
+        if task in built.configs:
+            rows[task] = {r["id"]: r for r in built.load(task, "test").to_list()}
+    return rows, None
+
+
+def _options(task: str, row: dict) -> list[str]:
+    if task == "wsd":
+        return list(row["candidates"])
+    if task == "head":
+        return [o["form"] for o in row["options"]]
+    if task == "deprel":
+        return list(row["options"])
+    if task == "intertext":
+        return ["A", "B"]
+    if task == "authorship":
+        return [s["text"][:120] for s in row["snippets"]]
+    return []
+
+
+def _choice(options: list[str], index) -> str | None:
+    if index is None:
+        return None
+    index = int(index)
+    text = options[index] if 0 <= index < len(options) else ""
+    return f"{LETTERS[index]}. {text}" if text and text != LETTERS[index] else LETTERS[index]
+
+
+def view_items(run_dir: Path) -> ViewerRun:
+    run_dir = Path(run_dir)
+    if not is_run_folder(run_dir):
+        raise EvalError("not an italian run folder: results.json with its tasks is missing", file=run_dir)
+    data = read_json_object(run_dir / "results.json", error=EvalError)
+    backend = (data.get("signature") or {}).get("backend") or {}
+    is_model = backend.get("backend") != "baseline"
+    rows, note = _build_rows(data)
+    notes = [note] if note else []
+    if not is_model:
+        notes.append(f"baseline {backend.get('model')}: no model was asked, so there is no prompt or raw answer")
+    prompts = load_prompts() if is_model else None
+    stored = StoredAnswers.open(run_dir) if is_model else StoredAnswers([])
+    items = []
+    for task in [t for t in TASKS if t in (data.get("tasks") or {})]:
+        path = run_dir / "items" / f"{task}.jsonl"
+        if not path.is_file():
+            notes.append(f"{task}: items/{task}.jsonl is missing")
+            continue
+        for _, scored in iter_jsonl_objects(path, error=EvalError):
+            row = rows.get(task, {}).get(scored["id"])
+            sent = messages(task, row, prompts) if (row is not None and is_model) else None
+            record = stored.generate(sent) if sent is not None else None
+            failure = scored.get("failure")
+            item = {"id": f"{task}:{scored['id']}", "config": task, "group": (row or {}).get("genre"), "system": None,
+                    "kind": "generate" if is_model else None, "messages": request_messages(record, sent),
+                    "response": response_text(record), "parse_error": failure, "details": {}}
+            if task in NER_TASKS:
+                predicted = scored.get("predicted") or []
+                item.update(parsed=predicted if scored.get("parsed") else None, gold=(row or {}).get("entities"),
+                            outcome="invalid" if failure else "unscored", score=len(predicted), score_label="entities")
+                item["details"]["predicted entities not found in the letter"] = scored.get("not_found")
+            elif task == "chrono_ranking":
+                item.update(parsed=scored.get("predicted_order"), gold=scored.get("gold_order"),
+                            outcome="invalid" if failure else "unscored", score=scored.get("spearman"),
+                            score_label="Spearman")
+            else:
+                options = _options(task, row) if row is not None else []
+                gold = gold_choice(task, row) if row is not None else scored.get("gold")
+                item.update(parsed=_choice(options, scored.get("predicted")), gold=_choice(options, gold),
+                            outcome="invalid" if failure else ("correct" if scored.get("correct") else "wrong"),
+                            score=1.0 if scored.get("correct") else 0.0, score_label="accuracy")
+            items.append(item)
+    labels = {"config": TASK_LABELS}
+    aliases = {"config": {t: [t] for t in MCQ_TASKS}}
+    return ViewerRun("italian", data.get("model") or run_dir.name, run_dir, items, labels, notes, aliases=aliases)
+
+
+def headlines(run_dir: Path):
+    """Each task's own measure (accuracy, mean Spearman, strict macro F1) with its interval:
+    the paper reports the tasks side by side and never averages them."""
+    from histbench.eval.report import Headline, format_ci
+
+    data = read_json_object(Path(run_dir) / "results.json", error=EvalError)
+    label = data.get("model") or Path(run_dir).name
+    out = []
+    for task, m in (data.get("tasks") or {}).items():
+        name = TASK_LABELS.get(task, task)
+        if "strict" in m:
+            low, high = (m["strict"].get("f1_ci") or [None, None])[:2]
+            out.append(Headline(label, f"{name}: strict F1", format_ci(m["strict"]["f1"], low, high)))
+        elif "mean_spearman" in m:
+            out.append(Headline(label, f"{name}: mean Spearman", format_ci(m["mean_spearman"], m.get("ci_low"), m.get("ci_high"))))
+        elif "accuracy" in m:
+            out.append(Headline(label, f"{name}: accuracy", format_ci(m["accuracy"], m.get("ci_low"), m.get("ci_high"))))
+    return out

@@ -1,0 +1,127 @@
+"""MHER run folders in the per-item viewer (histbench.eval.viewer).
+
+One item per prediction of mher_predictions.jsonl (system x condition x split x pair);
+config: the condition; group: the split (DEV / TEST); system: the baseline, reference
+system or model (a baselines run holds many). A model's prompt is the messages as sent and
+its raw answer (records.jsonl, by the prediction's record key); the parsed decision with
+its three probabilities, or why the answer was invalid (the JSON protocol, 6.2). A
+baseline or reference system was not prompted: the item shows the two attestations it
+compared instead. Outcome: `abstained` when the decision is "ambiguous" (8.3), `invalid`
+when the answer broke the protocol, otherwise `correct` / `wrong` against the gold label;
+expert-unresolved questions have no gold (`unscored`). Score: the probability given to
+the gold label.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from histbench.builders.core.errors import EvalError
+from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
+
+from .data import PREDICTIONS_FILE, RUN_FILE, Bench
+
+CONDITION_LABELS = {"name_only": "Name-only", "context_only": "Context-only", "source_grounded": "Source-grounded",
+                    "shuffled_a": "Shuffled A", "shuffled_b": "Shuffled B", "shuffled_c": "Shuffled C",
+                    "unresolved": "Expert-unresolved"}
+SPLIT_LABELS = {"dev": "DEV", "test": "TEST"}
+AMBIGUOUS = "ambiguous"
+
+
+def is_run_folder(run_dir: Path) -> bool:
+    return (Path(run_dir) / RUN_FILE).is_file() and (Path(run_dir) / PREDICTIONS_FILE).is_file()
+
+
+def _attestation(side: dict | None) -> str:
+    if not isinstance(side, dict):
+        return ""
+    text = f"{side.get('surface', '')} ({side.get('language', '?')}, {side.get('script', '?')})"
+    if side.get("context"):
+        text += f"\n  context: {side['context']}"
+    return text
+
+
+def view_items(run_dir: Path) -> ViewerRun:
+    from histbench.builders.core.dataset import BuiltDataset
+
+    from .data import load_bench, read_run
+
+    run = read_run(run_dir)
+    dataset = (run.info.get("dataset") or {}).get("path")
+    if not dataset:
+        raise EvalError("the run does not record its dataset", file=run.path / RUN_FILE)
+    bench = load_bench(BuiltDataset.open(dataset, benchmark="mher"))
+    recorded = (run.info.get("dataset") or {}).get("data_sha256")
+    if recorded and recorded != bench.identity.get("data_sha256"):
+        raise EvalError(f"the run was made on dataset data {recorded[:12]}, not on {dataset}", file=run.path)
+    records: dict[tuple[str, str, str], dict] = {}
+    for condition, splits in bench.records.items():
+        if condition == "entities":
+            continue
+        for split, rows in splits.items():
+            for row in rows:
+                records[(condition, split, Bench.item_id(condition, row))] = row
+    stored = StoredAnswers.open(run.path)
+    systems = run.info.get("systems") or {}
+    notes = []
+    if run.kind != "model":
+        notes.append("baselines and reference systems are not prompted: each item shows the two attestations compared")
+    items = []
+    for p in run.predictions:
+        row = records.get((p.condition, p.split, p.item_id)) or {}
+        gold = row.get("label")
+        record = stored.by_key.get(p.record_key or "")
+        probabilities = dict(zip(("same", "different", "ambiguous"), p.probabilities, strict=True))
+        if not p.valid:
+            outcome = "invalid"
+        elif p.action == AMBIGUOUS:
+            outcome = "abstained"
+        elif gold is None:
+            outcome = "unscored"
+        else:
+            outcome = "correct" if p.action == gold else "wrong"
+        item = {
+            "id": f"{p.system}:{p.condition}:{p.split}:{p.item_id}", "config": p.condition, "group": p.split,
+            "system": p.system, "outcome": outcome, "kind": "generate" if record is not None else None,
+            "messages": request_messages(record), "response": response_text(record),
+            "parsed": {"decision": p.action, "probabilities": probabilities, **({"rationale": p.rationale} if p.rationale else {})}
+            if p.valid else None,
+            "parse_error": None if p.valid else (p.error or "the answer does not follow the JSON protocol"),
+            "gold": gold, "score": probabilities.get(gold) if gold in probabilities else None,
+            "score_label": "p(gold)" if gold in probabilities else None,
+            "details": {"pair": p.item_id, "attempts": p.attempts},
+        }
+        if record is None:
+            item["prompt"] = "A: " + _attestation(row.get("a")) + "\nB: " + _attestation(row.get("b"))
+            item["prompt_label"] = "the two attestations"
+        if row.get("challenge"):
+            item["details"]["challenge slices"] = ", ".join(k for k, v in row["challenge"].items() if v) or "none"
+        if row.get("scholarly_note"):
+            item["details"]["scholarly note"] = row["scholarly_note"]
+        items.append(item)
+    labels = {"config": CONDITION_LABELS, "group": SPLIT_LABELS,
+              "system": {name: spec.get("label") or name for name, spec in systems.items()}}
+    # the words of the tables' column headings (Table 4: "Name", "Source")
+    aliases = {"config": {"name_only": ["Name"], "context_only": ["Context"], "source_grounded": ["Source"]}}
+    return ViewerRun("mher", run.label, run.path, items, labels, notes, aliases=aliases)
+
+
+def headlines(run_dir: Path):
+    """Per system: accuracy on the Source-grounded TEST pairs (or its own condition's TEST
+    pairs) with the Wilson 95% interval, as Tables 2-4 quote it."""
+    from histbench.eval.report import Headline, format_ci
+
+    from .results import run_results
+
+    results = run_results(run_dir)
+    labels = {name: spec.get("label") or name for name, spec in (results.info.get("systems") or {}).items()}
+    out = []
+    for system, conditions in results.metrics.items():
+        condition = "source_grounded" if "source_grounded" in conditions else next(iter(conditions))
+        cell = (conditions.get(condition) or {}).get("test") or {}
+        accuracy = cell.get("accuracy")
+        if accuracy is None:
+            continue
+        out.append(Headline(labels.get(system, system), f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST",
+                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high"))))
+    return out
