@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -140,8 +141,12 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     for table in ("Table 6.", "Table 7.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.",
                   "Table 18.", "Table 22.", "Table 26.", "Table 5.", "C.4 check"):
         assert table in text, table
+    from histbench.eval.report import markdown_to_html
+
+    page = markdown_to_html(text, "ChronoCulture")
     for figure in (5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18):
-        assert f"*Figure {figure}." in text, figure                        # a visible caption per figure
+        assert f"![Figure {figure}." in text, figure                        # the figure names the paper's
+        assert re.search(rf"<figcaption>Figure {figure}\.", page), figure   # and the page shows it as a caption
     assert "(chronoculture/fig5_accuracy.png)" in text
     for path in section.figures:
         assert path.parent == report_dir and path.stat().st_size > 1000
