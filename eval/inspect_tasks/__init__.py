@@ -10,16 +10,19 @@ computed by histbench's own functions over the scored samples:
     italian_wsd, italian_ner_classense, italian_ner_bellini, italian_chrono_ranking,
     italian_authorship, italian_head, italian_deprel, italian_intertext   (italian.py)
     chronoculture                                                         (chronoculture.py)
+    chronologic_generate                                                  (chronologic.py)
     mher_name_only, mher_context_only, mher_source_grounded, mher_shuffled_a,
     mher_shuffled_b, mher_shuffled_c, mher_unresolved                     (mher.py)
 
 Valence has no generative evaluation (a masked LM fills one mask; inspect drives chat and
-generation models), and Chronologic-EN's free generation is scored by pairwise judges
-against frozen anchors (`histbench eval chronologic --mode judge`), which is not an
-inspect scorer; see docs/interop.md.
+generation models). chronologic_generate scores Chronologic-EN's pass/fail questions with
+the pass/fail judge; its partial-credit questions are scored against frozen anchors
+(`histbench eval chronologic --mode anchors / judge`), which stays with histbench; see
+docs/interop.md.
 """
 
 from .chronoculture import chronoculture
+from .chronologic import chronologic_generate
 from .italian import (
     italian_authorship,
     italian_chrono_ranking,
@@ -41,7 +44,7 @@ from .mher import (
 )
 
 __all__ = [
-    "chronoculture",
+    "chronoculture", "chronologic_generate",
     "italian_authorship", "italian_chrono_ranking", "italian_deprel", "italian_head", "italian_intertext",
     "italian_ner_bellini", "italian_ner_classense", "italian_wsd",
     "mher_context_only", "mher_name_only", "mher_shuffled_a", "mher_shuffled_b", "mher_shuffled_c",
