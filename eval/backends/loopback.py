@@ -305,12 +305,16 @@ class LoopbackChatServer:
                 with owner._lock:
                     if not owner.alive:
                         return self._drop()
+                    # counted before the answer goes out (and taken back if it cannot be written), so a
+                    # client that has read it never sees the count without it
+                    owner.delivered += 1
+                    owner.delivered_keys[key] += 1
                     try:
                         self._send_json(200, payload)
                     except OSError:
+                        owner.delivered -= 1
+                        owner.delivered_keys[key] -= 1
                         return None
-                    owner.delivered += 1
-                    owner.delivered_keys[key] += 1
                     if owner.die_after is not None and owner.delivered >= owner.die_after:
                         owner._dead.set()
                         threading.Thread(target=owner.stop, daemon=True).start()

@@ -7,6 +7,12 @@ records.jsonl), with the raw answer; the parsed answer or why it failed (a parse
 cut-off answer, a failed request). Outcome: multiple-choice tasks `correct` / `wrong`;
 ranking and NER rows have no right or wrong of their own (`unscored`; score: the row's
 Spearman correlation, the number of predicted entities); a failure is `invalid`.
+
+A `--mode likelihood` run (histbench.eval.choices) shows the messages every option is
+scored after (the backend renders them with the model's chat template) and, per option
+(each letter; each of the 24 orders of a ranking row), its log-likelihood, token count and
+mean per token, the gold one and the chosen (likeliest) one; the likeliest per character
+is in the item's details.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from histbench.builders.core.errors import EvalError, HistbenchError
 from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
 
-from .tasks import LETTERS, MCQ_TASKS, NER_TASKS, TASKS, gold_choice, load_prompts, messages
+from .tasks import LETTERS, MCQ_TASKS, NER_TASKS, TASKS, gold_choice, load_prompts, messages, orders
 
 TASK_LABELS = {
     "wsd": "Word sense disambiguation", "ner_classense": "NER, Canneti-Fiacchi letters", "ner_bellini": "NER, Bellini letters",
@@ -78,6 +84,31 @@ def _choice(options: list[str], index) -> str | None:
     return f"{LETTERS[index]}. {text}" if text and text != LETTERS[index] else LETTERS[index]
 
 
+def _likelihood_options(task: str, row: dict | None, scored: dict) -> tuple[list[dict], dict]:
+    """The options of one likelihood-scored row (see the module docstring) and its details."""
+    logliks, tokens = scored["logliks"], scored["n_tokens"]
+    if task == "chrono_ranking":
+        shown = orders(len(scored["gold_order"])) if scored.get("gold_order") else []
+        if len(shown) != len(logliks):   # the orders cannot be told apart: show their scores only
+            shown = [None] * len(logliks)
+        texts = [" > ".join(LETTERS[i] for i in order) if order else None for order in shown]
+        gold = [order is not None and list(order) == list(scored["gold_order"]) for order in shown]
+        chosen = [order is not None and list(order) == list(scored.get("predicted_order") or []) for order in shown]
+    else:
+        labels = _options(task, row) if row is not None else []
+        texts = [_choice(labels, k) if labels else LETTERS[k] for k in range(len(logliks))]
+        gold_index = gold_choice(task, row) if row is not None else scored.get("gold")
+        gold = [k == gold_index for k in range(len(logliks))]
+        chosen = [k == scored.get("choice") for k in range(len(logliks))]
+    options = [{"text": texts[k], "loglik": logliks[k], "tokens": tokens[k],
+                "mean_loglik": logliks[k] / tokens[k] if tokens[k] else None, "gold": gold[k], "chosen": chosen[k]}
+               for k in range(len(logliks))]
+    norm = scored.get("choice_norm")
+    details = {"likeliest per character": texts[norm] if isinstance(norm, int) and 0 <= norm < len(texts) else norm,
+               "context cut to fit the model": bool(scored.get("truncated"))}
+    return options, details
+
+
 def view_items(run_dir: Path) -> ViewerRun:
     run_dir = Path(run_dir)
     if not is_run_folder(run_dir):
@@ -89,6 +120,10 @@ def view_items(run_dir: Path) -> ViewerRun:
     notes = [note] if note else []
     if not is_model:
         notes.append(f"baseline {backend.get('model')}: no model was asked, so there is no prompt or raw answer")
+    likelihood = data.get("mode") == "likelihood"
+    if likelihood:
+        notes.append("likelihood run: every option is scored after the messages shown, as the model's chat template "
+                     "renders them; the chosen option is the likeliest (the NER tasks have no options and are not scored)")
     prompts = load_prompts() if is_model else None
     stored = StoredAnswers.open(run_dir) if is_model else StoredAnswers([])
     items = []
@@ -100,11 +135,14 @@ def view_items(run_dir: Path) -> ViewerRun:
         for _, scored in iter_jsonl_objects(path, error=EvalError):
             row = rows.get(task, {}).get(scored["id"])
             sent = messages(task, row, prompts) if (row is not None and is_model) else None
-            record = stored.generate(sent) if sent is not None else None
+            record = stored.generate(sent) if sent is not None and not likelihood else None
             failure = scored.get("failure")
             item = {"id": f"{task}:{scored['id']}", "config": task, "group": (row or {}).get("genre"), "system": None,
-                    "kind": "generate" if is_model else None, "messages": request_messages(record, sent),
-                    "response": response_text(record), "parse_error": failure, "details": {}}
+                    "kind": ("loglikelihood" if likelihood else "generate") if is_model else None,
+                    "messages": request_messages(record, sent), "response": None if likelihood else response_text(record),
+                    "parse_error": failure, "details": {}}
+            if likelihood and "logliks" in scored:
+                item["options"], item["details"] = _likelihood_options(task, row, scored)
             if task in NER_TASKS:
                 predicted = scored.get("predicted") or []
                 item.update(parsed=predicted if scored.get("parsed") else None, gold=(row or {}).get("entities"),

@@ -45,3 +45,40 @@ def test_tables_name_the_papers_sections_and_show_failures(baseline_runs):
     text = results_markdown(baseline_runs)
     assert all(f"paper section 3.{k}" in title for k, title in zip([1, 2, 2, 3, 3, 4, 4, 5], TITLES.values(), strict=True))
     assert text.count("#### ") == 8 and "cut off" in text and "ceiling strict / fuzzy" in text and "[95% CI]" in text
+
+
+@pytest.mark.slow
+def test_demo_scores_smollm2_by_likelihood_and_the_viewer_shows_its_options(sample_build, tmp_path, smollm2_path):
+    """`make demo`'s Italian part (issue 20: a real model on every benchmark that scores
+    models): the offline SmolLM2 by likelihood on the first 3 rows of each multiple-choice
+    task, and its viewer items: every option's log-likelihood, the gold one, and the chosen
+    one, which is the likeliest."""
+    import json
+
+    from histbench.eval.italian import report
+    from histbench.eval.italian.tasks import MCQ_TASKS
+    from histbench.eval.italian.viewer import view_items
+
+    work = tmp_path / "work"
+    section = report.demo_section(BuiltDataset.open(sample_build), work, tmp_path / "report")
+    assert section.runs == [work / n for n in ("random", "first", "capitalised", "smollm2-likelihood")]
+    assert report.DEMO_LABEL in section.markdown and "was not scored" not in section.markdown
+    assert "the first 3 rows of each multiple-choice task" in section.markdown
+    results = json.loads((work / "smollm2-likelihood" / "results.json").read_text())
+    assert results["mode"] == "likelihood" and results["model"] == report.DEMO_LABEL
+    assert set(results["tasks"]) == {t for t in MCQ_TASKS} | {"chrono_ranking"}
+    assert all(m["n"] == 3 for m in results["tasks"].values())
+
+    viewed = view_items(work / "smollm2-likelihood")
+    assert len(viewed.items) == 3 * len(results["tasks"])
+    for item in viewed.items:
+        assert item["kind"] == "loglikelihood" and item["response"] is None
+        assert item["messages"][0]["role"] == "system"            # the messages the options are scored after
+        options = item["options"]
+        assert len(options) == 24 if item["config"] == "chrono_ranking" else len(options) >= 2   # 4 snippets: 24 orders
+        chosen = [o for o in options if o["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["loglik"] == max(o["loglik"] for o in options)
+        assert sum(o["gold"] for o in options) == 1
+        assert all(o["mean_loglik"] == pytest.approx(o["loglik"] / o["tokens"]) for o in options)
+        if item["config"] != "chrono_ranking":
+            assert item["outcome"] == ("correct" if next(o for o in options if o["gold"])["chosen"] else "wrong")
