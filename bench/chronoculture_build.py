@@ -14,7 +14,8 @@ Writes once (cached in bench/.cache/chronoculture/, git-ignored), with a fixed s
   every question of the module under a label its pattern finds, value labels with the
   non-answer codes of the period (8/9 up to 2009, -8/-9 after), the 1985-1996 Role of
   Government files with the registry's pinned variables and country codes, later files
-  with C_ALPHAN sample codes or numeric country codes with labels.
+  with the registry's country and weight variables (C_ALPHAN-style sample codes or numeric
+  codes with labels; where the registry leaves them to the file, GESIS's names).
 
 Answers follow planned distributions whose shifts between the oldest and the newest
 period are drawn in the proportions of the paper's Table 1, so the build's counts can be
@@ -222,12 +223,12 @@ def make_issp(folder: Path, per_country: int, seed: int = 1) -> list[dict]:
             country_var = study.country.variable
             columns[country_var] = np.array([code for _, code in samples], float)[group]
             var_labels[country_var] = "Country"
-        elif modern:
-            country_var = "C_ALPHAN"
+        elif study.country.coding == "alpha2" or (study.country.coding == "auto" and modern):
+            country_var = study.country.variable or "C_ALPHAN"   # the registry's pinned name, else the GESIS one
             columns[country_var] = np.array([code for _, code in samples], dtype=object)[group]
             var_labels[country_var] = "Country Prefix ISO 3166 Code - alphanumeric"
-        else:
-            country_var = "V3"
+        else:   # coding "label" (the pinned variable) or auto: numeric codes whose value labels name the samples
+            country_var = study.country.variable or "V3"
             codes = {code: i + 1 for i, code in enumerate(dict.fromkeys(code for _, code in samples))}
             columns[country_var] = np.array([codes[code] for _, code in samples], float)[group]
             value_labels[country_var] = {i: f"{code}-{table.from_text(code).name}" for code, i in codes.items()}
@@ -287,8 +288,11 @@ def _short_label(prefix: str, question) -> str:
     match = question.label_pattern.search(text) if question.label else None
     if match is None or len(text) <= 74:
         return f"{prefix} {text[:74]}"
-    start = max(0, min(match.start(), len(text) - 74))
-    return f"{prefix} {text[start:start + 74]}"
+    # the first 74-character window the pattern still finds (an anchored "^(?!..).*(words)" matches at 0)
+    for start in range(max(0, min(match.start(), len(text) - 74)), len(text) - 73):
+        if question.label_pattern.search(text[start:start + 74]):
+            return f"{prefix} {text[start:start + 74]}"
+    return f"{prefix} {text[:74]}"
 
 
 def _peak_rss_mb() -> float:
@@ -363,7 +367,13 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--kind", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    folder = args.folder or CACHE / f"n{args.respondents}_w{args.width}_c{args.countries}_i{args.issp_respondents}"
+    # the files depend on the registry and on this generator: a change to either writes them afresh
+    import hashlib
+
+    made_from = hashlib.sha256(Path(__file__).read_bytes()
+                               + (ROOT / "sources" / "chronoculture" / "registry.yaml").read_bytes()).hexdigest()[:10]
+    folder = args.folder or CACHE / (f"n{args.respondents}_w{args.width}_c{args.countries}_i{args.issp_respondents}"
+                                     f"_{made_from}")
     if args.child == "make":
         folder.mkdir(parents=True, exist_ok=True)
         plan = {"wvs": make_wvs(folder, args.respondents, args.width, args.countries),
