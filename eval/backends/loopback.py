@@ -98,6 +98,7 @@ class LoopbackChatServer:
         self.fault_for: Callable[[int, dict], str | None] | None = None
         self._queued: list[str] = []
         self._lock = threading.Lock()
+        self._stop_lock = threading.Lock()
         self._dead = threading.Event()
         self.requests = 0  # every POST received
         self.bodies: list[dict] = []  # every JSON body received, in arrival order
@@ -135,10 +136,13 @@ class LoopbackChatServer:
     def stop(self) -> None:
         """Stop for good: the port closes, requests in flight get no answer."""
         self._dead.set()
-        if self._thread is not None:
+        # stop() may run twice at once (die_after's own thread and the caller's): each takes the
+        # serving thread at most once
+        with self._stop_lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
             threading.Thread(target=self._server.shutdown, daemon=True).start()
-            self._thread.join(timeout=5)
-            self._thread = None
+            thread.join(timeout=5)
         self._server.server_close()
 
     @property
