@@ -45,21 +45,33 @@ class BenchmarkEvaluator(ABC):
         `histbench.evaluate` returns)."""
         raise UsageError(f"{self.name} run folders cannot be read as results yet")
 
+    # The module (dotted name) whose functions is_run_folder(run_dir), view_items(run_dir)
+    # and headlines(run_dir) the three methods below call; usually the package's `.viewer`.
+    viewer_module: ClassVar[str | None] = None
+
+    def _viewer(self):
+        return importlib.import_module(self.viewer_module) if self.viewer_module else None
+
     def is_run_folder(self, run_dir: Path) -> bool:
         """Whether `run_dir` is a run folder of this benchmark (`histbench view` finds the
         benchmark of a folder by asking every evaluator)."""
-        return False
+        viewer = self._viewer()
+        return viewer.is_run_folder(run_dir) if viewer else False
 
     def view_items(self, run_dir: Path) -> ViewerRun:
         """Every item of a run folder for the per-item viewer (histbench.eval.viewer): its
         prompt, raw response, parsed answer or parse failure, gold, outcome and score,
         read from the folder's records.jsonl and the benchmark's own per-item files."""
-        raise UsageError(f"{self.name} run folders have no per-item viewer yet", file=run_dir)
+        viewer = self._viewer()
+        if viewer is None:
+            raise UsageError(f"{self.name} run folders have no per-item viewer yet", file=run_dir)
+        return viewer.view_items(run_dir)
 
     def headlines(self, run_dir: Path) -> list[Headline]:
         """The headline number(s) of a run folder, with their intervals, for the report
         site's index card (one per model or system of the run)."""
-        return []
+        viewer = self._viewer()
+        return viewer.headlines(run_dir) if viewer else []
 
     def report_runs(self, args: argparse.Namespace) -> list[Path]:
         """The run folders a `histbench report` call reads (default: `args.runs` or `args.run`);

@@ -104,6 +104,7 @@ def mode_of(args: argparse.Namespace) -> Mode:
 
 class ChronologicEvaluator(BenchmarkEvaluator):
     name = "chronologic"
+    viewer_module = f"{__name__}.viewer"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         _load_modes()
@@ -129,21 +130,6 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         from .results import run_results
 
         return run_results(run_dir)
-
-    def is_run_folder(self, run_dir: Path) -> bool:
-        from .viewer import is_run_folder
-
-        return is_run_folder(run_dir)
-
-    def view_items(self, run_dir: Path):
-        from .viewer import view_items
-
-        return view_items(run_dir)
-
-    def headlines(self, run_dir: Path):
-        from .viewer import headlines
-
-        return headlines(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")

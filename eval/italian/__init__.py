@@ -29,6 +29,7 @@ from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 
 class ItalianEvaluator(BenchmarkEvaluator):
     name = "italian"
+    viewer_module = f"{__name__}.viewer"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from histbench.eval.backends import add_model_arguments
@@ -91,21 +92,6 @@ class ItalianEvaluator(BenchmarkEvaluator):
         from .results import run_results
 
         return run_results(run_dir)
-
-    def is_run_folder(self, run_dir: Path) -> bool:
-        from .viewer import is_run_folder
-
-        return is_run_folder(run_dir)
-
-    def view_items(self, run_dir: Path):
-        from .viewer import view_items
-
-        return view_items(run_dir)
-
-    def headlines(self, run_dir: Path):
-        from .viewer import headlines
-
-        return headlines(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")

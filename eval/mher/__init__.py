@@ -24,6 +24,7 @@ from histbench.eval.plugin import BenchmarkEvaluator
 
 class MherEvaluator(BenchmarkEvaluator):
     name = "mher"
+    viewer_module = f"{__name__}.viewer"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .run import add_eval_arguments
@@ -39,21 +40,6 @@ class MherEvaluator(BenchmarkEvaluator):
         from .results import run_results
 
         return run_results(run_dir)
-
-    def is_run_folder(self, run_dir: Path) -> bool:
-        from .viewer import is_run_folder
-
-        return is_run_folder(run_dir)
-
-    def view_items(self, run_dir: Path):
-        from .viewer import view_items
-
-        return view_items(run_dir)
-
-    def headlines(self, run_dir: Path):
-        from .viewer import headlines
-
-        return headlines(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .report import add_report_arguments

@@ -92,6 +92,7 @@ def score_folder(run, options):
 
 class ValenceEvaluator(BenchmarkEvaluator):
     name = "valence"
+    viewer_module = f"{__name__}.viewer"
 
     # -- histbench eval valence ------------------------------------------------------------
 
@@ -161,21 +162,6 @@ class ValenceEvaluator(BenchmarkEvaluator):
         return run_results(run_dir)
 
     # -- histbench report valence -------------------------------------------------------------
-
-    def is_run_folder(self, run_dir: Path) -> bool:
-        from .viewer import is_run_folder
-
-        return is_run_folder(run_dir)
-
-    def view_items(self, run_dir: Path):
-        from .viewer import view_items
-
-        return view_items(run_dir)
-
-    def headlines(self, run_dir: Path):
-        from .viewer import headlines
-
-        return headlines(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.description = "Bias beta and adequacy delta per model and group, Tables 1-3 and Figures 1-3 style."
