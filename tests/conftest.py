@@ -82,3 +82,28 @@ def smollm2_path():
         return smollm2_path()
     except OfflineModelUnavailable as exc:
         pytest.skip(f"offline SmolLM2 unavailable: {exc}")
+
+
+@pytest.fixture
+def legends_checked(monkeypatch):
+    """Every figure saved while the test runs is checked before it is written: it has a
+    legend, and no legend overlaps any axes (issue 20: legends never cover data). The
+    fixture is the list of the figures checked."""
+    from matplotlib.figure import Figure
+
+    checked = []
+    save = Figure.savefig
+
+    def check(fig, *args, **kwargs):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        assert legends
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+        checked.append(fig)
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", check)
+    return checked
