@@ -132,6 +132,7 @@ def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model
          label: str = DEMO_LABEL):
     """The ChronoCulture part of `make demo`: `model` (default the offline SmolLM2) on a
     stratified sample of the build, the three reference runs, and the whole report."""
+    from histbench.eval.demo_model import score_with_demo_model
     from histbench.eval.report import ReportSection
 
     from .reporting import build_parts, prepare
@@ -139,26 +140,17 @@ def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model
 
     bench = load_benchmark(built)
     runs = []
-    note = ""
     sample = None
-    try:
-        from histbench.eval.backends import load_backend
-        from histbench.eval.backends.offline import OfflineModelUnavailable
-    except ImportError as exc:  # the evaluator engine is missing pieces
-        note = f"{label} was not scored: the model backends are unavailable ({exc})."
-    else:
-        try:
-            backend = load_backend(model, DEMO_MODEL_OPTIONS if model_options is None else model_options)
-            try:
-                pairs, sample = choose_pairs(bench, DEMO_SAMPLE, "shift_category", DEMO_SEED)
-                run_dir = work_dir / "smollm2-sample"
-                run_model(built, bench, backend, run_dir, label=label, pairs=pairs, sample=sample)
-                runs.append(load_predictions(bench, run_dir))
-            finally:
-                backend.close()
-        except OfflineModelUnavailable as exc:
-            note = f"{label} was not scored: {exc}"
-            log(f"[chronoculture] {note}")
+
+    def score(backend) -> None:
+        nonlocal sample
+        pairs, sample = choose_pairs(bench, DEMO_SAMPLE, "shift_category", DEMO_SEED)
+        run_dir = work_dir / "smollm2-sample"
+        run_model(built, bench, backend, run_dir, label=label, pairs=pairs, sample=sample)
+        runs.append(load_predictions(bench, run_dir))
+
+    note = score_with_demo_model("chronoculture", label, model,
+                                 DEMO_MODEL_OPTIONS if model_options is None else model_options, score)
     for name in BASELINES:
         run_dir = work_dir / name
         run_baseline(built, bench, name, run_dir)

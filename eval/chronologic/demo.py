@@ -6,32 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.progress import log
-
 
 def run_demo(built, work_dir: Path, report_dir: Path):
+    from histbench.eval.demo_model import score_with_demo_model
     from histbench.eval.report import ReportSection
 
     from .likelihood import evaluate
     from .report import likelihood_markdown
 
     results = [evaluate(built, baseline="random", run_dir=Path(work_dir) / "likelihood-random", n_resamples=1000)]
-    note = ""
-    try:
-        from histbench.eval.backends import load_backend
-        from histbench.eval.backends.offline import OfflineModelUnavailable
-    except ImportError as exc:  # the evaluator engine is missing pieces
-        note = f"SmolLM2 was not scored: the model backends are unavailable ({exc})."
-    else:
-        try:
-            backend = load_backend("offline:smollm2", {"dtype": "float32"})
-            try:
-                results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2"))
-            finally:
-                backend.close()
-        except OfflineModelUnavailable as exc:
-            note = f"SmolLM2-135M-Instruct was not scored: {exc}"
-            log(f"[chronologic] {note}")
+    note = score_with_demo_model(
+        "chronologic", "SmolLM2-135M-Instruct", "offline:smollm2", {"dtype": "float32"},
+        lambda backend: results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2")))
     figure = accuracy_figure(results, Path(report_dir) / "likelihood_accuracy.png")
     lines = [
         "### Likelihood scoring (paper 5.1, Table 3 layout)",

@@ -185,31 +185,21 @@ def demo_section(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODE
                  model_options: dict | None = None) -> ReportSection:
     """Baselines (random, first option, capitalised-words NER) and `model` (default the
     offline SmolLM2) by likelihood on the sample build, with the figure."""
-    from histbench.builders.core.progress import log
+    from histbench.eval.demo_model import score_with_demo_model
 
     from .run import evaluate, evaluate_likelihood
 
     work_dir = Path(work_dir)
     names = ["random", "first", "capitalised"]
     runs = [evaluate(built, work_dir / baseline, baseline=baseline) for baseline in names]
-    note = ""
-    try:
-        from histbench.eval.backends import load_backend
-        from histbench.eval.backends.offline import OfflineModelUnavailable
-    except ImportError as exc:  # the evaluator engine is missing pieces
-        note = f"{DEMO_LABEL} was not scored: the model backends are unavailable ({exc})."
-    else:
-        try:
-            backend = load_backend(model, DEMO_MODEL_OPTIONS if model_options is None else model_options)
-            try:
-                runs.append(evaluate_likelihood(built, work_dir / "smollm2-likelihood", backend=backend,
-                                                limit=DEMO_LIMIT, label=DEMO_LABEL))
-                names.append("smollm2-likelihood")
-            finally:
-                backend.close()
-        except OfflineModelUnavailable as exc:
-            note = f"{DEMO_LABEL} was not scored: {exc}"
-            log(f"[italian] {note}")
+
+    def score(backend) -> None:
+        runs.append(evaluate_likelihood(built, work_dir / "smollm2-likelihood", backend=backend, limit=DEMO_LIMIT,
+                                        label=DEMO_LABEL))
+        names.append("smollm2-likelihood")
+
+    note = score_with_demo_model("italian", DEMO_LABEL, model,
+                                 DEMO_MODEL_OPTIONS if model_options is None else model_options, score)
     text = results_markdown(runs)
     figures = []
     path = results_figure(runs, Path(report_dir) / "results.png")

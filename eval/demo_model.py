@@ -1,0 +1,33 @@
+"""The model runs of `make demo`: each benchmark's demo scores the offline SmolLM2 (or the
+model it is given) and says on its page when it could not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from histbench.builders.core.progress import log
+
+
+def score_with_demo_model(benchmark: str, label: str, spec: str, options: Mapping[str, Any],
+                          score: Callable[[Any], None]) -> str:
+    """Call `score(backend)` with the backend of `spec`, closed afterwards. Returns "" when
+    it ran, else the sentence for the demo page saying why `label` was not scored (the
+    engine's backends cannot be imported, or the offline model's package is not
+    installed; the latter is also logged). Any other error propagates."""
+    try:
+        from histbench.eval.backends import load_backend
+        from histbench.eval.backends.offline import OfflineModelUnavailable
+    except ImportError as exc:  # the evaluator engine is missing pieces
+        return f"{label} was not scored: the model backends are unavailable ({exc})."
+    try:
+        backend = load_backend(spec, dict(options))
+        try:
+            score(backend)
+        finally:
+            backend.close()
+    except OfflineModelUnavailable as exc:
+        note = f"{label} was not scored: {exc}"
+        log(f"[{benchmark}] {note}")
+        return note
+    return ""
