@@ -70,7 +70,7 @@ test: $(VENV)/.dev
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check api builders eval tests bench
+	$(BIN)/ruff check histbench builders eval tests bench
 
 docs: $(VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site

@@ -58,14 +58,14 @@ WIDE_LATE_WAVE_ONLY = ("E233A", "E233B", "E265", "H009", "H010", "H011", "G255",
 
 def _registry():
     from histbench.builders.chronoculture.registry import load_registry
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     return load_registry(Resources.default().source_dir("chronoculture") / "registry.yaml")
 
 
 def _countries():
     from histbench.builders.chronoculture.countries import CountryTable
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     return CountryTable.load(Resources.default().source_dir("chronoculture") / "countries.csv")
 
@@ -329,7 +329,7 @@ def child_baseline(folder: Path, plan: dict, width: str) -> dict:
 
 def child_build(folder: Path, plan: dict, width: str) -> dict:
     from histbench.builders.chronoculture import BUILDER
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     start, cpu = time.perf_counter(), _cpu()
     out = run_build(BUILDER, {"wvs": folder / plan["wvs"][width]["path"],

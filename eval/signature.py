@@ -79,7 +79,7 @@ def make_signature(
     decoding parameters (e.g. GenerateRequest.decoding(), or {"method": "loglikelihood"});
     prompt_template_hash: hash_text(template). Extra keyword fields (e.g. metric="brier",
     config="questions") are appended in sorted order."""
-    from histbench.builders.core.writer import histbench_version
+    from histbench.core.version import histbench_version
 
     dataset = dict(dataset or {})
     backend = dict(backend or {})

@@ -42,10 +42,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.atomic import atomic_directory
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.readers import iter_jsonl_objects
-from histbench.builders.core.secrets import scrub_text
+from histbench.core.atomic import atomic_directory
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.readers import iter_jsonl_objects
+from histbench.core.secrets import scrub_text
 
 OUTCOMES = ("correct", "wrong", "invalid", "abstained", "unscored")
 OUTCOME_HELP = {
@@ -293,7 +293,7 @@ def default_viewer_dir(run_dir: Path) -> Path:
 def viewer_run(run_dir: Path, benchmark: str | None = None) -> tuple[Any, ViewerRun]:
     """(evaluator, its ViewerRun) for a run folder: the benchmark is `benchmark` or the one
     whose evaluator recognises the folder."""
-    from histbench.builders.core.build import discover_builders
+    from histbench.builders.machinery.build import discover_builders
     from histbench.eval.plugin import discover_evaluators
 
     run_dir = Path(run_dir).expanduser()

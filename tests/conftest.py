@@ -22,7 +22,7 @@ def _isolated_hf_cache(tmp_path_factory, monkeypatch):
 
 # --------------------------------------------------------------------------- evaluator engine
 # Shared fixtures of the evaluator engine (issue 3); the code behind them lives in the
-# package (histbench.eval.backends.loopback / .tiny / .offline) so scripts can use it too.
+# package (histbench.core.backends.loopback / .tiny / .offline) so scripts can use it too.
 
 
 @pytest.fixture
@@ -35,9 +35,9 @@ def chat_server():
         server.fail("429", times=2)      # also "500", "503", "timeout", "close", "truncate", "die"
         server.requests, server.delivered, server.max_concurrency, server.bodies
 
-    See histbench.eval.backends.loopback.LoopbackChatServer for every option.
+    See histbench.core.backends.loopback.LoopbackChatServer for every option.
     """
-    from histbench.eval.backends.loopback import LoopbackChatServer
+    from histbench.core.backends.loopback import LoopbackChatServer
 
     servers = []
 
@@ -56,7 +56,7 @@ def tiny_causal_lm(tmp_path_factory):
     """Path of a tiny llama-style causal LM + BPE tokenizer (with a chat template), built
     from a config with a fixed seed; its predictions are meaningless."""
     pytest.importorskip("torch")
-    from histbench.eval.backends.tiny import build_tiny_causal_lm
+    from histbench.core.backends.tiny import build_tiny_causal_lm
 
     return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny-causal-lm"))
 
@@ -65,7 +65,7 @@ def tiny_causal_lm(tmp_path_factory):
 def tiny_masked_lm(tmp_path_factory):
     """Path of a tiny BERT masked LM + WordPiece tokenizer ([MASK]), built from a config."""
     pytest.importorskip("torch")
-    from histbench.eval.backends.tiny import build_tiny_masked_lm
+    from histbench.core.backends.tiny import build_tiny_masked_lm
 
     return build_tiny_masked_lm(tmp_path_factory.mktemp("tiny-masked-lm"))
 
@@ -76,7 +76,7 @@ def smollm2_path():
     histbench cache ($HISTBENCH_CACHE or ~/.cache/histbench); skips when not installed.
     Use it in tests marked @pytest.mark.slow."""
     pytest.importorskip("torch")
-    from histbench.eval.backends.offline import OfflineModelUnavailable, smollm2_path
+    from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_path
 
     try:
         return smollm2_path()

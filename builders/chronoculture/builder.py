@@ -20,10 +20,10 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.errors import SourceError, UsageError
-from histbench.builders.core.progress import progress
-from histbench.builders.core.writer import BuildOutput, sha256_path
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput, sha256_path
+from histbench.core.errors import SourceError, UsageError
+from histbench.core.progress import progress
 
 from .countries import CountryTable
 from .gold import CELL_RULES, MIN_RESPONDENTS, tabulate

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import read_text_utf8
+from histbench.core.errors import SourceError
+from histbench.core.readers import read_text_utf8
 
 REGIONS: tuple[str, ...] = (
     "Western",

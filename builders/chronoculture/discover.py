@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from histbench.builders.core.errors import SourceError, UsageError
-from histbench.builders.core.progress import log, progress
+from histbench.core.errors import SourceError, UsageError
+from histbench.core.progress import log, progress
 
 from .countries import CountryTable
 from .locate import (
@@ -388,7 +388,7 @@ def run_discover(args) -> Path:
     issp = getattr(args, "input_issp", None) or []
     if not wvs and not issp:
         raise UsageError("--discover needs at least one survey file (--wvs FILE and/or --issp FILE ...)")
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     sources = Resources.default().source_dir("chronoculture")
     registry_path = Path(args.registry).expanduser() if getattr(args, "registry", None) else sources / "registry.yaml"

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.extras import require
+from histbench.core.errors import SourceError
+from histbench.core.extras import require
 
 from .countries import Country, CountryTable
 from .readers import FileMeta

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 REQUIRED = {
     "distribution": ("system", "option_line", "dated", "undated"),

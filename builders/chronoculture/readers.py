@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.extras import require
+from histbench.core.errors import SourceError
+from histbench.core.extras import require
 
 FORMATS = ("sav", "dta", "csv")
 

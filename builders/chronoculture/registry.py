@@ -69,8 +69,8 @@ from pathlib import Path
 
 import yaml
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import read_text_utf8
+from histbench.core.errors import SourceError
+from histbench.core.readers import read_text_utf8
 
 REGISTRY_FORMAT = "chronoculture-registry/1"
 TOPIC_CATEGORIES: tuple[str, ...] = (

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .countries import Country, CountryTable
 from .gold import GroupIndex, weight_status

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput
 
 from .records import build_summary, option_records, question_record, source_records, summary_markdown
 from .release import load_release

@@ -195,7 +195,7 @@ def build_summary(questions: list[ReleaseQuestion], options: list[dict], sources
 
 
 def summary_markdown(summary: dict) -> str:
-    from histbench.eval.report import markdown_table
+    from histbench.core.markdown import markdown_table
 
     lines = [
         f"{summary['questions']:,} questions, {summary['options']:,} answer options, "

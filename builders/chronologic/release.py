@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import iter_jsonl_objects, read_text_utf8
+from histbench.core.errors import SourceError
+from histbench.core.readers import iter_jsonl_objects, read_text_utf8
 
 from .taxonomy import FRAME_TYPES, GROUND_TRUTH_PROBABILITY, MAX_OPTIONS, MIN_OPTIONS, REASONING_TYPES
 

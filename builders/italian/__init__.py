@@ -23,9 +23,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.errors import UsageError
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput
+from histbench.core.errors import UsageError
 
 from .embeddings import DEFAULT_MODEL, TFIDF
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from unidecode import unidecode
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 REQUIRED = ("name", "birth_year")
 

@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .tei import (
     BadFiles,

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from histbench.builders.core.build import BuildContext
-from histbench.builders.core.errors import BuildError, SourceError
-from histbench.builders.core.writer import BuildOutput, sha256_path
+from histbench.builders.machinery.build import BuildContext
+from histbench.builders.machinery.writer import BuildOutput, sha256_path
+from histbench.core.errors import BuildError, SourceError
 
 from .authors import AuthorTable
 from .embeddings import Embedder, pair_similarity

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from histbench.builders.core.errors import BuildError
-from histbench.builders.core.progress import progress
+from histbench.core.errors import BuildError
+from histbench.core.progress import progress
 
 
 class ChatClient:
     def __init__(self, spec: str, options: dict | None, cache: Path, max_new_tokens: int = 400) -> None:
-        from histbench.eval.backends import GenerateRequest, load_backend  # noqa: F401 - import check
+        from histbench.core.backends import GenerateRequest, load_backend  # noqa: F401 - import check
 
         self.spec = spec
         self.backend = load_backend(spec, options=options or {})
@@ -43,8 +43,8 @@ class ChatClient:
 
     def ask(self, conversations: list[list[dict]], desc: str) -> list[str]:
         """One answer text per conversation (list of {"role", "content"} messages)."""
-        from histbench.eval.backends import GenerateRequest
-        from histbench.eval.backends.base import RequestFailed
+        from histbench.core.backends import GenerateRequest
+        from histbench.core.backends.base import RequestFailed
 
         requests = [GenerateRequest(messages=c, max_new_tokens=self.max_new_tokens, temperature=0.0) for c in conversations]
         keys = [self.backend.key(r) for r in requests]

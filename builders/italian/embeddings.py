@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import BuildError
-from histbench.builders.core.extras import require
-from histbench.builders.core.paths import folder_fingerprint, portable_name
+from histbench.core.errors import BuildError
+from histbench.core.extras import require
+from histbench.core.paths import folder_fingerprint, portable_name
 
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
 TFIDF = "tfidf"

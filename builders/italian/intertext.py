@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .authors import AuthorTable, fold
 from .bibit import Book, Poem

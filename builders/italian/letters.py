@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.extras import require
+from histbench.core.errors import SourceError
+from histbench.core.extras import require
 
 from .tei import (
     children,

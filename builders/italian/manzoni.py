@@ -62,7 +62,7 @@ from pathlib import Path
 
 from unidecode import unidecode
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .tei import XML_ID, BadFiles, find_all, find_first, local, normalise_space, parse_xml, plain_text
 

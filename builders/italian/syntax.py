@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .tei import BadFiles
 

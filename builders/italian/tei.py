@@ -42,7 +42,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 XML_NS = "http://www.w3.org/XML/1998/namespace"
 XML_LANG = f"{{{XML_NS}}}lang"

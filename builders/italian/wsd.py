@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .embeddings import Embedder, similarities
 from .manzoni import Phrase, ReadResult, context_for, phrase_text
@@ -208,7 +208,7 @@ def _explanations_block(entry: Entry) -> str:
 
 
 def chat_screen_and_answer(entries: list[Entry], chat, prompts: dict, rules: Rules, stats: Counter) -> None:
-    from histbench.eval.parsing import extract_json_object
+    from histbench.core.parsing import extract_json_object
 
     def conv(name: str, entry: Entry, **extra) -> list[dict]:
         spec = prompts[name]
@@ -240,7 +240,7 @@ def chat_screen_and_answer(entries: list[Entry], chat, prompts: dict, rules: Rul
 
 
 def chat_distractors(entries: list[Entry], chat, prompts: dict, n: int) -> list[list[str]]:
-    from histbench.eval.parsing import extract_json_object
+    from histbench.core.parsing import extract_json_object
 
     spec = prompts["distractors"]
     conversations = []

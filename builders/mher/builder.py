@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.errors import BuildError, UsageError
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput
+from histbench.core.errors import BuildError, UsageError
 
 from . import construct as C
 from .audit import AUDIT_MIN_DEV_ITEMS, SHORTCUT_CEILINGS, audit_failures, audit_markdown, run_audit

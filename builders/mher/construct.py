@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from histbench.builders.core.errors import BuildError, SourceError
+from histbench.core.errors import BuildError, SourceError
 
 from .registry import Evidence, Mention, Registry
 from .text import (

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 PROMINENCE = ("head", "mid", "long-tail")
 STATUSES = ("confirmed", "unresolved")

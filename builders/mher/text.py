@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 # 0-100 on rapidfuzz's fuzz.ratio of the Unidecode-folded forms. 85 keeps spelling
 # variants of one name ("Oghul Qaimish" / "Oghul-Qaimish": 92; two Persian spellings of

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.errors import SourceError, UsageError
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput
+from histbench.core.errors import SourceError, UsageError
 
 from .annotations import read_annotations
 from .scale import Scale, ScaleError
@@ -122,7 +122,7 @@ class ValenceBuilder(BenchmarkBuilder):
 
 
 def summary_markdown(summary: dict) -> str:
-    from histbench.eval.report import markdown_table
+    from histbench.core.markdown import markdown_table
 
     stats = summary["sentences"]
     scale = summary["scale"]

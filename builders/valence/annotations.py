@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .masks import MaskError, mask_regex, split_mask
 from .scale import Scale, ScaleError

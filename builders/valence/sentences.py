@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .annotations import ProblemList
 from .masks import MaskError, split_mask

@@ -13,8 +13,8 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.readers import iter_jsonl_objects, read_text_utf8
+from histbench.core.errors import SourceError
+from histbench.core.readers import iter_jsonl_objects, read_text_utf8
 
 FORMATS = ("csv", "tsv", "jsonl")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 
 from . import metrics as m
 

@@ -2,7 +2,7 @@
 
 The prompt asks for a JSON object mapping each option to a percentage. The parser:
 
-1. finds the first JSON object in the text (`histbench.eval.parsing.extract_json_object`:
+1. finds the first JSON object in the text (`histbench.core.parsing.extract_json_object`:
    plain, fenced, embedded in prose, or lightly repaired), and reads one value per option;
    an object whose only value is another object (``{"distribution": {...}}``) is unwrapped;
 2. only when no JSON object parses (as in B.1), falls back to a regular expression that
@@ -40,7 +40,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from histbench.eval.parsing import extract_json_object
+from histbench.core.parsing import extract_json_object
 
 _NUMBER = r"([-+\u2212]?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?)"
 _SCALE_POINT = re.compile(r"^\s*([-+]?\d+)(?![\d.,])\s*(.*)$", re.DOTALL)

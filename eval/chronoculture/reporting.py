@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.report import markdown_table
 
 from . import figures as fig
@@ -136,7 +136,7 @@ def prepare(bench: Benchmark, runs: list[Predictions], *, retention: float | Non
             seed: int = 0, references: bool = True, retention_levels: tuple[float, ...] = RETENTION_LEVELS) -> list[Entry]:
     """Analyse every run (see the module docstring). retention None: each run's default
     (`data.analysis_retention`); a number applies to every model run."""
-    from histbench.builders.core.progress import progress
+    from histbench.core.progress import progress
 
     entries: OrderedDict[str, Entry] = OrderedDict()
     for preds in progress(runs, desc="analysing runs", unit="run"):

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from .data import Benchmark, load_benchmark, load_predictions, read_run
 
@@ -15,7 +15,7 @@ TITLE = "ChronoCulture: cultural change over time in model predictions"
 
 
 def _open_dataset(args: argparse.Namespace, runs: list[Path]):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     infos = []
     for run in runs:
@@ -48,7 +48,7 @@ def write(bench: Benchmark, runs, out: Path, *, retention: float | None, resampl
                                   "`report.json` and `chronoculture_results.json`.", data={"settings": settings}))
     index = write_report(sections, out, TITLE, intro)
     results = {"dataset": bench.identity, "settings": settings, "runs": {e.label: results_entry(e) for e in entries}}
-    from histbench.builders.core.schema import to_native
+    from histbench.core.schema import to_native
 
     (out / "chronoculture_results.json").write_text(
         json.dumps(to_native(results), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")

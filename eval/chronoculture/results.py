@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import EvalError
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import EvalError
 from histbench.run_results import Results
 
 RESAMPLES = 1000

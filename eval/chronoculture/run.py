@@ -47,9 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.atomic import write_text_atomic
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.atomic import write_text_atomic
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from .data import (
     PREDICTIONS_NAME,
@@ -72,7 +72,7 @@ DECODING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 120}
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    from histbench.eval.backends import add_model_arguments
+    from histbench.core.backends import add_model_arguments
     from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
     add_run_arguments(parser, "chronoculture", limit="temporal pairs")
@@ -262,8 +262,8 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
     """Ask `backend` every prompt of the rows `pairs` (default: all; through a RunStore in `out`),
     parse, write the run files. prompts: a template file to render the prompts from (F.3)."""
     from histbench.builders.chronoculture.prompts import PromptTemplates
-    from histbench.eval.backends import GenerateRequest
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import GenerateRequest
+    from histbench.core.runstore import RunStore
     from histbench.eval.signature import make_signature
 
     decoding = {**DECODING, **(decoding or {})}
@@ -326,7 +326,7 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
 def check_mode(out: Path, mode: str) -> None:
     """One run folder holds one mode's run (folders from before modes were recorded hold generate runs)."""
     if (out / RUN_INFO_NAME).is_file():
-        from histbench.builders.core.readers import read_json_object
+        from histbench.core.readers import read_json_object
 
         found = read_json_object(out / RUN_INFO_NAME, error=EvalError).get("mode") or "generate"
         if found != mode:
@@ -369,8 +369,8 @@ def run_likelihood(built, bench: Benchmark, backend, out: Path, *, label: str | 
     (default: all) through a RunStore in `out` and write the run files."""
     import json as _json
 
+    from histbench.core.runstore import RunStore
     from histbench.eval.choices import ChoiceItem, check_backend, score_items
-    from histbench.eval.runstore import RunStore
     from histbench.eval.signature import make_signature
 
     check_backend(backend)
@@ -448,7 +448,7 @@ def _print_likelihood_summary(out: Path, info: dict) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> None:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     if bool(args.model) == bool(args.baseline):
         raise UsageError("give exactly one of --model SPEC or --baseline NAME", field="--model")
@@ -471,7 +471,7 @@ def run_eval(args: argparse.Namespace) -> None:
         if args.prompts is not None:
             raise UsageError("--mode likelihood scores the build's own modal-answer prompts; --prompts is for generate",
                              field="--prompts")
-        from histbench.eval.backends import backend_from_args
+        from histbench.core.backends import backend_from_args
 
         backend = backend_from_args(args)
         try:
@@ -483,7 +483,7 @@ def run_eval(args: argparse.Namespace) -> None:
     if args.baseline:
         info = run_baseline(built, bench, args.baseline, out, args.label, pairs, sample)
     else:
-        from histbench.eval.backends import backend_from_args
+        from histbench.core.backends import backend_from_args
 
         backend = backend_from_args(args)
         decoding = {"temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError, HistbenchError
+from histbench.core.errors import EvalError, HistbenchError
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
 
 from .data import PREDICTIONS_NAME, RUN_INFO_NAME
@@ -53,7 +53,7 @@ def _prompts(built, bench, info: dict, rows: np.ndarray, modal: bool) -> tuple[d
 
 
 def view_items(run_dir: Path) -> ViewerRun:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     from . import metrics as m
     from .data import load_benchmark, read_run

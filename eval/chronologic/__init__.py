@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.errors import UsageError
+from histbench.core.errors import UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
@@ -69,7 +69,7 @@ def _load_modes() -> None:
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    from histbench.eval.backends import add_model_arguments
+    from histbench.core.backends import add_model_arguments
     from histbench.eval.plugin import add_run_arguments
 
     parser.add_argument(

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.core.errors import EvalError, UsageError
 
 from . import Mode
 from .generation import (
@@ -73,7 +73,7 @@ def parse_letter(text: str | None) -> str:
 
 def self_rejection_request(question: Question, answer: str, ground_truth: str, ground_truth_first: bool, prompts: PromptSet,
                            prompt_style: str = "chat", max_new_tokens: int = 16):
-    from histbench.eval.backends import GenerateRequest
+    from histbench.core.backends import GenerateRequest
 
     section = prompts.section("self_rejection")
     a, b = (ground_truth, answer) if ground_truth_first else (answer, ground_truth)
@@ -106,7 +106,7 @@ def binomial_summary(correct: int, trials: int) -> dict:
 
 def self_rejection(built, run_dir, backend, *, judged: Path | None = None, threshold: float = 0.5, seed: int = 0,
                    prompts: PromptSet | None = None, prompt_style: str = "chat") -> dict:
-    from histbench.eval.runstore import RunStore
+    from histbench.core.runstore import RunStore
 
     prompts = prompts or load_prompts()
     run_dir = Path(run_dir)
@@ -204,8 +204,8 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> dict:
 
 
 def memorisation(built, items: list[dict], backend, out_dir, *, run_dir=None, prompts: PromptSet | None = None) -> dict:
-    from histbench.eval.backends import GenerateRequest
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import GenerateRequest
+    from histbench.core.runstore import RunStore
 
     prompts = prompts or load_prompts()
     section = prompts.section("memorisation")
@@ -297,13 +297,13 @@ def _add_arguments(group) -> None:
 
 
 def _dataset(args):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     return BuiltDataset.open(args.dataset, revision=args.revision, benchmark="chronologic")
 
 
 def run_self_rejection(args: argparse.Namespace) -> None:
-    from histbench.eval.backends import backend_from_args
+    from histbench.core.backends import backend_from_args
 
     if not args.run:
         raise UsageError("--mode self-rejection needs --run RUN_FOLDER (a judged --mode generate run)", field="--run")
@@ -318,7 +318,7 @@ def run_self_rejection(args: argparse.Namespace) -> None:
 
 
 def run_memorisation(args: argparse.Namespace) -> None:
-    from histbench.eval.backends import backend_from_args
+    from histbench.core.backends import backend_from_args
 
     if not args.passages or not args.out:
         raise UsageError("--mode memorisation needs --passages FILE and --out DIR", field="--passages")

@@ -42,10 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.atomic import atomic_path
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.progress import log
-from histbench.builders.core.readers import read_json_object
+from histbench.core.atomic import atomic_path
+from histbench.core.errors import EvalError
+from histbench.core.progress import log
+from histbench.core.readers import read_json_object
 
 from . import bradley_terry as bt
 from . import calibration as cal
@@ -163,7 +163,7 @@ def build_anchors(built, pass_fail_backend, partial_backend, out_dir: str | os.P
                   limit: int | None = None, published=None) -> dict:
     """Build (or resume) the frozen instruments; `published` (published.PublishedInstruments)
     replaces the judges' calls with the authors' frozen files where it has them."""
-    from histbench.eval.runstore import RunStore
+    from histbench.core.runstore import RunStore
 
     out_dir = Path(out_dir)
     prompts = prompts or load_prompts()
@@ -252,7 +252,7 @@ def build_anchors(built, pass_fail_backend, partial_backend, out_dir: str | os.P
     counts["calibration_observations"] = sum("skipped" not in o for o in observations)
     counts["calibration_skipped"] = sum("skipped" in o for o in observations)
 
-    from histbench.builders.core.writer import histbench_version
+    from histbench.core.version import histbench_version
 
     result = {
         "kind": "chronologic-anchors",

@@ -12,7 +12,7 @@ from pathlib import Path
 from string import Template
 
 from histbench.builders.chronologic.taxonomy import REASONING_TYPES
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 PROMPT_FILE = "likelihood_prompt.yaml"
 
@@ -178,7 +178,7 @@ class PromptTemplate:
     def load(cls, path: str | Path | None = None) -> PromptTemplate:
         import yaml
 
-        from histbench.builders.core.resources import Resources
+        from histbench.core.resources import Resources
 
         path = Path(path) if path else Resources.default().source_dir("chronologic") / PROMPT_FILE
         if not path.is_file():

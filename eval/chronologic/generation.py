@@ -49,8 +49,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import read_json_object
 
 PROMPTS_NAME = "generation_prompts.yaml"
 RESULTS_NAME = "results.json"
@@ -207,7 +207,7 @@ _REQUIRED_PROMPTS = {
 
 
 def default_prompts_path() -> Path:
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     return Resources.default().source_dir("chronologic") / PROMPTS_NAME
 
@@ -334,7 +334,7 @@ def generation_request(question: Question, prompts: PromptSet, *, prompt_style: 
                        temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None, reasoning: bool = False):
     """The candidate's request: a system and a user message (chat), or system + newline +
     user as one prompt (plain, for models without chat turns)."""
-    from histbench.eval.backends import GenerateRequest
+    from histbench.core.backends import GenerateRequest
 
     system, user, budget, _ = generation_prompt(question, prompts)
     if reasoning:
@@ -374,8 +374,8 @@ def normalize_answer(answer: str, options: Sequence[str]) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    from histbench.builders.core.atomic import write_text_atomic
-    from histbench.builders.core.schema import to_native
+    from histbench.core.atomic import write_text_atomic
+    from histbench.core.schema import to_native
 
     write_text_atomic(path, json.dumps(to_native(data), indent=2, ensure_ascii=False, allow_nan=True) + "\n")
 
@@ -398,7 +398,7 @@ def generate(built, backend, run_dir: str | os.PathLike, *, prompts: PromptSet |
     """Ask the candidate every question (resuming what the run folder holds) and write
     results.json. Returns its content. label names the run in reports (default: the model
     spec)."""
-    from histbench.eval.runstore import RunStore, summarize
+    from histbench.core.runstore import RunStore, summarize
     from histbench.eval.signature import make_signature
 
     from .data import frame_permutation

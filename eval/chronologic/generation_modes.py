@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from histbench.builders.core.errors import UsageError
-from histbench.builders.core.progress import log
+from histbench.core.errors import UsageError
+from histbench.core.progress import log
 
 from . import Mode
 from .generation_report import REPORTERS  # noqa: F401 - picked up by the package's mode loader
@@ -96,8 +96,8 @@ def _add_style(group) -> None:
 
 
 def _judge_backend(spec: str, args):
-    from histbench.eval.backends import load_backend
-    from histbench.eval.backends.spec import parse_option
+    from histbench.core.backends import load_backend
+    from histbench.core.backends.spec import parse_option
 
     return load_backend(spec, dict(parse_option(text) for text in args.judge_option))
 
@@ -117,13 +117,13 @@ def _prompts(args):
 
 
 def _dataset(args):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     return BuiltDataset.open(args.dataset, revision=args.revision, benchmark="chronologic")
 
 
 def run_generate(args: argparse.Namespace) -> None:
-    from histbench.eval.backends import backend_from_args
+    from histbench.core.backends import backend_from_args
 
     from .generation import generate
 

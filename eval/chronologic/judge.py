@@ -61,7 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 from .generation import PromptSet, Question, clean_answer, fill
 
@@ -87,7 +87,7 @@ def load_penalties(path: str | None = None) -> dict[str, str]:
     """{distractor family: penalty class} (sources/chronologic/distractor_penalties.yaml)."""
     import yaml
 
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     file = path or str(Resources.default().source_dir("chronologic") / PENALTIES_NAME)
     try:
@@ -356,7 +356,7 @@ def judge_max_tokens(prompts: PromptSet, prompt: str, effort: str) -> int:
 
 def judge_request(question: Question, comparison: Comparison, prompts: PromptSet, candidate: str | None = None,
                   max_new_tokens: int = 4096, temperature: float = 0.0, retry: bool = False, extra: Mapping | None = None):
-    from histbench.eval.backends import GenerateRequest
+    from histbench.core.backends import GenerateRequest
 
     return GenerateRequest(messages=judge_messages(question, comparison, prompts, candidate, retry),
                            max_new_tokens=max_new_tokens, temperature=temperature, extra=extra)

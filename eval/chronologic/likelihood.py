@@ -27,9 +27,9 @@ import json
 import re
 from pathlib import Path
 
-from histbench.builders.core.atomic import atomic_path, write_text_atomic
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.atomic import atomic_path, write_text_atomic
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from . import Mode
 
@@ -91,7 +91,7 @@ def default_run_dir(label: str, permuted: bool) -> Path:
 def build_requests(questions: list[dict], template, tokenisation: str = "authors") -> tuple[list, list[tuple[int, int]]]:
     """One LoglikelihoodRequest per option, with the tokenisation boundary of `tokenisation`
     (TOKENISATION); returns requests and (question, option) index pairs."""
-    from histbench.eval.backends import LoglikelihoodRequest
+    from histbench.core.backends import LoglikelihoodRequest
 
     boundary = TOKENISATION[tokenisation]
     requests, where = [], []
@@ -106,7 +106,7 @@ def build_requests(questions: list[dict], template, tokenisation: str = "authors
 
 def score_with_backend(questions, template, backend, built, run_dir: Path, run_options: dict):
     """Ask (or reuse) every option's log-likelihood; returns per-question scores and counts."""
-    from histbench.eval.runstore import RunStore, summarize
+    from histbench.core.runstore import RunStore, summarize
 
     from .metrics import score_question
 
@@ -239,7 +239,7 @@ def evaluate(
 
 
 def run(args: argparse.Namespace) -> None:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     from .report import likelihood_markdown
 
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> None:
     built = BuiltDataset.open(args.dataset, revision=args.revision, benchmark="chronologic")
     backend = None
     if not args.baseline:
-        from histbench.eval.backends import backend_from_args
+        from histbench.core.backends import backend_from_args
 
         backend = backend_from_args(args)
     if args.out is None:

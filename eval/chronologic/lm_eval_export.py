@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import UsageError
+from histbench.core.errors import UsageError
 from histbench.eval.lm_eval_export import HarnessTask, lm_eval_exporter
 
 TASK = "chronologic_en_likelihood"

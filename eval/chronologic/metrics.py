@@ -69,7 +69,7 @@ from histbench.builders.chronologic.taxonomy import (
     GROUPS,
     REASONING_TYPES,
 )
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 #: folds of the cross-validated Platt calibration (question position mod N_FOLDS)
 N_FOLDS = 5

@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 from .generation import Question
 from .judge import PARTIAL, PASS_FAIL, QuestionReliability
@@ -43,7 +43,7 @@ SHIPPED = "shipped"
 
 
 def published_dir() -> Path:
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     return Resources.default().source_dir("chronologic") / "published"
 

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 PUBLISHED_FILE = "published/table3.yaml"
 #: the authors' scope names -> histbench scopes
@@ -153,7 +153,7 @@ def load_published_table3(path: str | Path | None = None) -> PublishedTable3:
     """The bundled published Table 3, or the authors' leaderboard file at `path`."""
     import yaml
 
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     path = Path(path) if path else Resources.default().source_dir("chronologic") / PUBLISHED_FILE
     if not path.is_file():

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS, REASONING_TYPES, TYPE_LABELS
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.readers import read_json_object
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
 RESULTS_NAME = "results.json"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 from histbench.run_results import Results
 
 from .likelihood import LEDGER_NAME, RESULTS_NAME

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.atomic import atomic_path
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.progress import log
+from histbench.core.atomic import atomic_path
+from histbench.core.errors import EvalError
+from histbench.core.progress import log
 
 from . import bradley_terry as bt
 from .anchors import Anchors, _write_csv, outcomes_of, wins_from
@@ -124,7 +124,7 @@ def judge_run(built, run_dir: str | os.PathLike, pass_fail_backend, partial_back
     partial = [n for n in judged if paths[n] == PARTIAL]
     calibration = anchors.calibration if partial or any(paths[n] == PARTIAL for n in autos) else None
 
-    from histbench.eval.runstore import RunStore
+    from histbench.core.runstore import RunStore
 
     pf_store = RunStore.open(out_dir / "judge-pass-fail", backend=pass_fail_backend, dataset=built,
                              options={**options, "prompt_hash": prompts.hashes[PASS_FAIL]})

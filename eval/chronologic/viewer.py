@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, TYPE_LABELS
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages
 
 from .likelihood import LEDGER_NAME, RESULTS_NAME
@@ -65,8 +65,8 @@ def view_items(run_dir: Path) -> ViewerRun:
 def _questions(results: dict, run_dir: Path) -> tuple[dict[int, dict], str | None]:
     """The build's questions as the run scored them (frames applied), by number; or a note
     saying why the build cannot be read."""
-    from histbench.builders.core.dataset import BuiltDataset
-    from histbench.builders.core.errors import HistbenchError
+    from histbench.core.dataset import BuiltDataset
+    from histbench.core.errors import HistbenchError
 
     from .data import FramePermutation, apply_frames, load_questions
 

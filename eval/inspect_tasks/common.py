@@ -19,7 +19,7 @@ GENERATE = "histbench_generate"
 def open_build(benchmark: str, dataset: str | None = None, revision: str | None = None):
     """The build a task reads: `dataset` (a folder or a Hub id), by default where
     `histbench build BENCHMARK` writes (build/<benchmark>-<version>)."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.plugin import default_dataset
 
     return BuiltDataset.open(dataset or default_dataset(benchmark), revision=revision, benchmark=benchmark)

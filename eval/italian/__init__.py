@@ -21,7 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.core.errors import EvalError, UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 
 from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
@@ -32,7 +32,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
     viewer_module = f"{__name__}.viewer"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from histbench.eval.backends import add_model_arguments
+        from histbench.core.backends import add_model_arguments
         from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
         add_run_arguments(parser, "italian", limit="rows per task")
@@ -51,7 +51,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
         add_model_arguments(parser)
 
     def run_eval(self, args: argparse.Namespace) -> None:
-        from histbench.builders.core.dataset import BuiltDataset
+        from histbench.core.dataset import BuiltDataset
 
         from .run import evaluate, evaluate_likelihood
 
@@ -69,7 +69,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
                 args.out = args.out.with_name(args.out.name + "-likelihood")
         backend = None
         if args.model:
-            from histbench.eval.backends import backend_from_args
+            from histbench.core.backends import backend_from_args
 
             backend = backend_from_args(args)
         try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from .tasks import (
     CUT_OFF,
@@ -47,8 +47,8 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
     prompts = load_prompts()
     decoding = {"temperature": 0.0, "top_p": 1.0, "ner_tokens_per_char": ner_tokens_per_char}
     if backend is not None:
-        from histbench.eval.backends import GenerateRequest
-        from histbench.eval.runstore import RunStore
+        from histbench.core.backends import GenerateRequest
+        from histbench.core.runstore import RunStore
 
         store = RunStore.open(out, backend=backend, dataset=built, options={"tasks": wanted, "limit": limit})
         identity = backend.identity()
@@ -104,7 +104,7 @@ def check_mode(out: Path, mode: str) -> None:
     """One run folder holds one mode's results (a folder from before modes were recorded is a generate run)."""
     path = Path(out) / "results.json"
     if path.is_file():
-        from histbench.builders.core.readers import read_json_object
+        from histbench.core.readers import read_json_object
 
         found = read_json_object(path, error=EvalError).get("mode") or "generate"
         if found != mode:
@@ -121,8 +121,8 @@ def evaluate_likelihood(built, out: Path, *, backend, tasks=None, limit: int | N
     (`accuracy_norm`, `mean_spearman_norm`): the numbers `histbench export lm-eval
     italian` tasks give as acc / acc_norm / mean_spearman. The NER tasks have no
     multiple-choice form and are listed under `not_scored`."""
+    from histbench.core.runstore import RunStore
     from histbench.eval.choices import ChoiceItem, check_backend, score_items
-    from histbench.eval.runstore import RunStore
     from histbench.eval.signature import hash_text, make_signature
 
     check_backend(backend)

@@ -1,7 +1,7 @@
 """Per-task prompts, answer parsing, scoring and no-model baselines.
 
 Prompts come from `sources/italian/prompts.yaml` (section `eval`). Answers are JSON parsed
-with `histbench.eval.parsing.extract_json_object`; MCQ answers also accept a letter written
+with `histbench.core.parsing.extract_json_object`; MCQ answers also accept a letter written
 where an answer stands (`parse_choice`). Unparsable answers count as wrong (MCQ), as a
 correlation of 0 (ranking) and as no predicted entity (NER), and are counted.
 
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import yaml
 
-from histbench.builders.core.resources import Resources
-from histbench.eval.parsing import extract_json_object
+from histbench.core.parsing import extract_json_object
+from histbench.core.resources import Resources
 
 from .metrics import ceiling, map_predictions, ner_scores, spearman
 

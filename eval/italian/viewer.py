@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError, HistbenchError
-from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.errors import EvalError, HistbenchError
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
 
 from .tasks import LETTERS, MCQ_TASKS, NER_TASKS, TASKS, gold_choice, load_prompts, messages, orders
@@ -44,7 +44,7 @@ def is_run_folder(run_dir: Path) -> bool:
 
 
 def _build_rows(data: dict) -> tuple[dict[str, dict[str, dict]], str | None]:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     dataset = ((data.get("signature") or {}).get("dataset") or {})
     if not dataset.get("path"):

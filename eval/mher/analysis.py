@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 from . import metrics as M
 from .data import Aligned, Bench, Prediction, align

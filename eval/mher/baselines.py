@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
 from histbench.builders.mher.audit import Threshold, apply_threshold, best_threshold, jaccard
 from histbench.builders.mher.text import fold, normalise, surface_key, tokens
+from histbench.core.errors import EvalError
 
 from .metrics import DIFFERENT, SAME
 

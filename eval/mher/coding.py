@@ -21,9 +21,9 @@ import csv
 import re
 from pathlib import Path
 
-from histbench.builders.core.atomic import write_text_atomic
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.resources import Resources
+from histbench.core.atomic import write_text_atomic
+from histbench.core.errors import EvalError
+from histbench.core.resources import Resources
 
 ERRORS_CSV = "source_grounded_errors.csv"
 UNCODED_CSV = "source_grounded_errors.uncoded.csv"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 
 from .metrics import ACTION_CODES, LABEL_CODES
 from .protocol import ACTIONS, CONDITIONS

@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from histbench.builders.core.progress import log
+from histbench.core.progress import log
 from histbench.eval.report import ReportSection
 
 from .data import load_bench, read_run

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.extras import require
+from histbench.core.errors import EvalError
+from histbench.core.extras import require
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 ENGLISH_ONLY, MULTILINGUAL, UNKNOWN = "English-only", "multilingual", "language coverage unknown"
@@ -239,7 +239,7 @@ class ApiEmbeddings:
 def load_embedding_model(spec: str):
     """(model, EmbeddingModelInfo) for `--embedding-model` (module docstring)."""
     if spec.startswith("api:"):
-        from histbench.eval.backends.spec import parse_api_target
+        from histbench.core.backends.spec import parse_api_target
 
         model, url, env = parse_api_target(spec[len("api:"):])
         client = ApiEmbeddings(spec, model, url, env)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from histbench.eval.parsing import extract_json_object, parse_number
+from histbench.core.parsing import extract_json_object, parse_number
 
 ACTIONS = ("same", "different", "ambiguous")
 CONDITIONS = ("name_only", "context_only", "source_grounded", "shuffled_a", "shuffled_b", "shuffled_c", "unresolved")

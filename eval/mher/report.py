@@ -20,9 +20,9 @@ import argparse
 import math
 from pathlib import Path
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.progress import log
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import EvalError
+from histbench.core.progress import log
 from histbench.eval.report import ReportSection, markdown_table, write_report
 
 from . import metrics as M

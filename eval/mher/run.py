@@ -20,9 +20,9 @@ import os
 import re
 from pathlib import Path
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from .data import Bench, Prediction, load_bench, write_predictions
 from .protocol import ACTIONS, CONDITIONS, parse_reply, render_messages, template_text
@@ -33,7 +33,7 @@ UNIFORM = (1 / 3, 1 / 3, 1 / 3)
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    from histbench.eval.backends import add_model_arguments
+    from histbench.core.backends import add_model_arguments
     from histbench.eval.plugin import add_baseline_argument, add_run_arguments
 
     add_run_arguments(parser, "mher", limit="items of each condition")
@@ -190,8 +190,8 @@ def _parse(result) -> dict:
 
 
 def run_model(bench: Bench, built, args: argparse.Namespace) -> Path:
-    from histbench.eval.backends import GenerateRequest, backend_from_args
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import GenerateRequest, backend_from_args
+    from histbench.core.runstore import RunStore
     from histbench.eval.signature import hash_text, make_signature
 
     backend = backend_from_args(args)

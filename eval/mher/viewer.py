@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
 
 from .data import PREDICTIONS_FILE, RUN_FILE, Bench
@@ -42,7 +42,7 @@ def _attestation(side: dict | None) -> str:
 
 
 def view_items(run_dir: Path) -> ViewerRun:
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     from .data import load_bench, read_run
 

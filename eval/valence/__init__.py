@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.core.errors import EvalError, UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 
 
@@ -117,7 +117,7 @@ class ValenceEvaluator(BenchmarkEvaluator):
         group.add_argument("--batch-size", type=int, default=None, metavar="N", help="sentences per forward pass")
 
     def run_eval(self, args: argparse.Namespace) -> None:
-        from histbench.eval.backends.spec import options_from_args
+        from histbench.core.backends.spec import options_from_args
 
         from .run import ModelSpec, evaluate, parse_model_specs
 

@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from histbench.builders.core.errors import SourceError, UsageError
 from histbench.builders.valence.scale import Scale
 from histbench.builders.valence.tables import read_table
+from histbench.core.errors import SourceError, UsageError
 
 ANNOTATOR = "automatic:relative-frequency"
 SMOOTHING = 0.5

@@ -11,7 +11,7 @@ loaded (e.g. offline, answers all stored) are listed as not checked.
 
 from __future__ import annotations
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 
 def pieces(tokenizer, word: str, marker_vocabulary: bool) -> list[str]:
@@ -37,7 +37,7 @@ def vocabulary_coverage(models: list[dict], candidates: list[dict], *, examples:
     for model in models:
         row = {"model": model["label"], "checked": False, "words": len(words["all"])}
         try:
-            from histbench.eval.backends import load_backend
+            from histbench.core.backends import load_backend
 
             backend = load_backend(model["spec"], {})
             markers, _ = vocabulary_traits(backend)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from histbench.builders.core.progress import log
+from histbench.core.progress import log
 
 TOY_NOTE = (
     "a 2-layer toy BERT trained for seconds on a 60-line imitation Early Modern English corpus "
@@ -26,7 +26,7 @@ TOY_MODERN_NOTE = (
 
 
 def run_demo(built, work_dir: Path, report_dir: Path, *, top_k: int = 10):
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     from .autosigma import automatic_sigmas, count_corpus
     from .reporting import build_section, summary_table

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.writer import BuildOutput, write_build
+from histbench.builders.machinery.writer import BuildOutput, write_build
+from histbench.core.errors import EvalError
 
 from .runfolder import RunFolder
 

@@ -96,7 +96,7 @@ def example_sentences(sentences: list[dict], groups: list[str], chosen: list[str
         by_id = {s["sentence_id"]: s for s in sentences}
         missing = [c for c in chosen if c not in by_id]
         if missing:
-            from histbench.builders.core.errors import UsageError
+            from histbench.core.errors import UsageError
 
             raise UsageError(f"--examples: unknown sentence id(s) {', '.join(missing)}")
         return [by_id[c] for c in chosen]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.run_results import Results
 
 

@@ -20,10 +20,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import EvalError, UsageError
-from histbench.builders.core.progress import log
 from histbench.builders.valence.scale import scale_from_manifest
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import EvalError, UsageError
+from histbench.core.progress import log
 
 from .metrics import Piece, classify_piece, uses_word_start_markers
 from .runfolder import RUN_MANIFEST, RunFolder, slugify
@@ -123,7 +123,7 @@ def evaluate(
 ) -> dict:
     """Run every model on every sentence (the first `limit` with a limit); write
     RUN/predictions.parquet. Returns counts. revision: of a Hub dataset id."""
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
 
     if top_k < 1:
         raise UsageError("--top-k must be at least 1", field="--top-k")
@@ -164,8 +164,8 @@ def evaluate(
 
 def _predict(run: RunFolder, built: BuiltDataset, sentences: list[dict], models: list[ModelSpec], backends: dict,
              groups, top_k: int, copy_dataset_annotations: bool) -> dict:
-    from histbench.eval.backends import FillMaskRequest
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import FillMaskRequest
+    from histbench.core.runstore import RunStore
 
     run.manifest["groups"] = groups
     run.write_sentences(sentences)

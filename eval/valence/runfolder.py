@@ -25,11 +25,11 @@ import json
 import re
 from pathlib import Path
 
-from histbench.builders.core.atomic import atomic_path, write_text_atomic
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import read_json_object
-from histbench.builders.core.resources import Resources
-from histbench.builders.core.schema import (
+from histbench.core.atomic import atomic_path, write_text_atomic
+from histbench.core.errors import EvalError
+from histbench.core.readers import read_json_object
+from histbench.core.resources import Resources
+from histbench.core.schema import (
     class_label_names,
     decode_class_labels,
     records_to_table,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.viewer import StoredAnswers, ViewerRun
 
 OPTION_COLUMNS = (("text", "filler"), ("probability", "probability"), ("kind", "kind"), ("sigma", "sigma"),

@@ -34,11 +34,11 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from histbench.builders.core.atomic import atomic_path
-from histbench.builders.core.errors import SourceError, UsageError
-from histbench.builders.core.hashing import sha256_path
 from histbench.builders.valence.annotations import Annotation, ProblemList, read_annotations
 from histbench.builders.valence.tables import read_table as read_user_table
+from histbench.core.atomic import atomic_path
+from histbench.core.errors import SourceError, UsageError
+from histbench.core.hashing import sha256_path
 
 from .metrics import key_of
 from .runfolder import RunFolder
@@ -84,7 +84,7 @@ def filled_rows(path: Path) -> int | None:
     """How many rows of an existing sheet hold something a person wrote (a sigma, skip,
     annotator or comment cell); None when the file is not a sheet at all (unreadable, or
     without the sheet's sentence_id and token columns)."""
-    from histbench.builders.core.errors import HistbenchError
+    from histbench.core.errors import HistbenchError
 
     try:
         columns, rows = read_user_table(path)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from histbench.builders.chronoculture import BUILDER
-from histbench.builders.core.build import run_build
+from histbench.builders.machinery.build import run_build
 
 A008 = {1: "Very happy", 2: "Quite happy", 3: "Not very happy", 4: "Not at all happy"}
 C001 = {1: "Agree", 2: "Disagree", 3: "Neither"}
@@ -116,7 +116,7 @@ def wvs_file(tmp_path: Path):
         df = pd.concat(parts, ignore_index=True)
         if alpha_only:
             from histbench.builders.chronoculture.countries import CountryTable
-            from histbench.builders.core.resources import Resources
+            from histbench.core.resources import Resources
 
             table = CountryTable.load(Resources.default().source_dir("chronoculture") / "countries.csv")
             df.insert(2, "COUNTRY_ALPHA", [table.from_numeric(c).alpha3 if table.from_numeric(c) else "ZZZ"
@@ -186,7 +186,7 @@ def build(tmp_path: Path):
 
 def load_build(folder: Path) -> dict:
     """Every config's test rows as histbench's evaluators read them (categorical columns as names)."""
-    from histbench.builders.core.dataset import load_build_config
+    from histbench.core.dataset import load_build_config
 
     manifest = json.loads((folder / "histbench.json").read_text())
     data = {"folder": folder, "manifest": manifest, "summary": manifest["summary"]}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from histbench.builders.chronoculture.registry import load_registry
-from histbench.builders.cli import main
+from histbench.cli import main
 
 from .test_build_locate import GOVRESP, _shares, write_issp
 

@@ -7,8 +7,8 @@ import pyreadstat
 import pytest
 
 from histbench.builders.chronoculture.readers import read_columns, read_meta
-from histbench.builders.cli import main
-from histbench.builders.core.errors import SourceError, UsageError
+from histbench.cli import main
+from histbench.core.errors import SourceError, UsageError
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_cli_prints_one_line_and_exits_2(wvs_file, registry_file, groups, tmp_pa
 
 
 def test_bad_options(wvs_file, registry_file, groups, tmp_path):
-    from histbench.builders.cli import make_parser
+    from histbench.cli import make_parser
 
     parser = make_parser()
     args = parser.parse_args(["build", "chronoculture", "--wvs", "x.sav", "--min-respondents", "0"])

@@ -14,8 +14,8 @@ from histbench.builders.chronoculture.countries import CountryTable
 from histbench.builders.chronoculture.locate import country_from_label, locate_weight, match_options, normal
 from histbench.builders.chronoculture.readers import read_meta
 from histbench.builders.chronoculture.registry import load_registry
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.resources import Resources
+from histbench.core.errors import SourceError
+from histbench.core.resources import Resources
 
 SOURCES = Resources.default().source_dir("chronoculture")
 GOVRESP = {1: "Definitely should be", 2: "Probably should be", 3: "Probably should not be",
@@ -253,9 +253,9 @@ def test_the_documented_build_line_runs_as_written(tmp_path, where, prefix):
                              capture_output=True, text=True, check=True, env={**os.environ, "HOME": str(home)})
         command = dry.stdout.strip().splitlines()[-1]
         assert "--issp ~/data/ZA1950.sav ~/data/ZA2900.dta" in command
-        command = command.replace(".venv/bin/histbench", f"{sys.executable} -m histbench.builders.cli", 1)
+        command = command.replace(".venv/bin/histbench", f"{sys.executable} -m histbench.cli", 1)
     else:
-        command = line.split("  #")[0].replace("histbench", f"{sys.executable} -m histbench.builders.cli", 1)
+        command = line.split("  #")[0].replace("histbench", f"{sys.executable} -m histbench.cli", 1)
     command += f" --allow-missing-questions --out {tmp_path / 'out'}"  # the sample lacks most registry variables
     run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True,
                          env={**os.environ, "HOME": str(home), "HISTBENCH_PROGRESS": "0"})

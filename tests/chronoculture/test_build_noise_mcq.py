@@ -18,7 +18,7 @@ from histbench.builders.chronoculture.pairs import (
 )
 from histbench.builders.chronoculture.prompts import PromptTemplates
 from histbench.builders.chronoculture.registry import Option, Question
-from histbench.builders.core.resources import Resources
+from histbench.core.resources import Resources
 
 SOURCES = Resources.default().source_dir("chronoculture")
 

@@ -10,9 +10,9 @@ import pyreadstat
 import pytest
 
 from histbench.builders.chronoculture import BUILDER
-from histbench.builders.core.build import run_build
-from histbench.builders.core.resources import Resources
-from histbench.builders.core.validate import validate_build
+from histbench.builders.machinery.build import run_build
+from histbench.builders.machinery.validate import validate_build
+from histbench.core.resources import Resources
 
 from .conftest import load_build
 

@@ -94,7 +94,7 @@ def test_a_rare_answer_missing_in_one_period_is_not_a_scale_change(wvs_file, reg
 def test_issp_files_whose_value_labels_offer_different_answers(issp_file, registry_file, build, capsys):
     """3.2 from value labels: the 1996 file labels a fifth answer ('Neither') that the 1990 file lacks,
     although nobody chose it; the only pair is dropped, so the build stops and says why."""
-    from histbench.builders.core.errors import SourceError
+    from histbench.core.errors import SourceError
 
     rog = {1: "Definitely should be", 2: "Probably should be", 3: "Probably should not be",
            4: "Definitely should not be", 8: "Can't choose", 9: "NA", 0: "NAP"}
@@ -126,8 +126,8 @@ def test_scale_difference_rule():
 
 
 def test_scale_policy_is_checked():
-    from histbench.builders.cli import make_parser
-    from histbench.builders.core.errors import UsageError
+    from histbench.cli import make_parser
+    from histbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="--scale-change: invalid choice: 'sometimes'"):
         make_parser().parse_args(["build", "chronoculture", "--wvs", "x.sav", "--scale-change", "sometimes"])

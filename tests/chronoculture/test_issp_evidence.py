@@ -24,7 +24,7 @@ from histbench.builders.chronoculture.locate import (
 )
 from histbench.builders.chronoculture.readers import read_meta
 from histbench.builders.chronoculture.registry import load_registry
-from histbench.builders.core.resources import Resources
+from histbench.core.resources import Resources
 
 SOURCES = Resources.default().source_dir("chronoculture")
 REGISTRY = load_registry(SOURCES / "registry.yaml")

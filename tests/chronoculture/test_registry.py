@@ -8,8 +8,8 @@ import pytest
 
 from histbench.builders.chronoculture.countries import REGIONS, CountryTable
 from histbench.builders.chronoculture.registry import TOPIC_CATEGORIES, load_registry
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.resources import Resources
+from histbench.core.errors import SourceError
+from histbench.core.resources import Resources
 
 SOURCES = Resources.default().source_dir("chronoculture")
 # S003 codes of the countries and territories in the WVS waves 1-7 time series

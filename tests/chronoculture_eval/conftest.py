@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from histbench.builders.chronoculture.distance import normalised_wasserstein, shift_category
-from histbench.builders.core.resources import Resources
-from histbench.builders.core.writer import BuildOutput, write_build
+from histbench.builders.machinery.writer import BuildOutput, write_build
+from histbench.core.resources import Resources
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You estimate survey response distributions. Answer with JSON only."
@@ -176,7 +176,7 @@ def synthetic_build(tmp_path_factory, synthetic_records):
 
 @pytest.fixture(scope="session")
 def benchmark(synthetic_build):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture.data import load_benchmark
 
     return load_benchmark(BuiltDataset.open(synthetic_build, benchmark="chronoculture"))
@@ -195,7 +195,7 @@ def make_build():
 @pytest.fixture(scope="session")
 def sample_build(tmp_path_factory):
     """The bundled sample built by the real builder, as `make demo` builds it (once per session)."""
-    from histbench.builders.core.build import get_builder, run_build
+    from histbench.builders.machinery.build import get_builder, run_build
 
     builder = get_builder("chronoculture")
     root = tmp_path_factory.mktemp("chronoculture-sample")

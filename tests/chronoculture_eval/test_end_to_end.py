@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from histbench.builders import cli
+from histbench import cli
 from histbench.eval.chronoculture import metrics as m
 from histbench.eval.chronoculture.analysis import analyse
 from histbench.eval.chronoculture.data import Predictions, load_predictions
@@ -147,7 +147,7 @@ def test_eval_interrupted_resumed_and_reported(chat_server, synthetic_build, syn
     results = json.loads((report / "chronoculture_results.json").read_text())
     model = results["runs"]["loopback-model"]
     assert model["counts"]["excluded_invalid_undated"] == 1
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture.data import load_benchmark
 
     bench = load_benchmark(BuiltDataset.open(synthetic_build))

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from histbench.builders import cli
+from histbench import cli
 from histbench.builders.chronoculture.prompts import PromptTemplates
-from histbench.builders.core.errors import SourceError
-from histbench.builders.core.resources import Resources
+from histbench.core.errors import SourceError
+from histbench.core.resources import Resources
 
 # Appendix B.1, paragraph "System prompt": the system message every model received, as the
 # paper prints it (the text inside its quotation marks, punctuation included).

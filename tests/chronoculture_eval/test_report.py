@@ -86,7 +86,7 @@ def test_repeated_runs_are_compared_with_the_first_f3():
 
 
 def test_partial_run_counts_missing_answers(synthetic_build, benchmark, tmp_path):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture.run import run_baseline
 
     run = tmp_path / "uniform"
@@ -126,7 +126,7 @@ def _uniform_answer(messages):
 def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     """`make demo`'s part: a model on a stratified sample of the bundled sample build (here a loopback
     chat model instead of SmolLM2, which the slow test below runs), the references, every section."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture.reporting_cli import DEMO_SAMPLE, demo
 
     server = chat_server(_uniform_answer)
@@ -169,7 +169,7 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
 @pytest.mark.slow
 def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, monkeypatch):
     """The real SmolLM2-135M-Instruct through the demo's path, on a 4-pair stratified sample (12 prompts)."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture import reporting_cli
 
     monkeypatch.setattr(reporting_cli, "DEMO_SAMPLE", 4)

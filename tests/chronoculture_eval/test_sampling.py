@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from histbench.builders import cli
-from histbench.builders.core.errors import EvalError
+from histbench import cli
+from histbench.core.errors import EvalError
 from histbench.eval.chronoculture import metrics as m
 from histbench.eval.chronoculture.data import analysis_retention, sample_pairs
 
@@ -112,7 +112,7 @@ def test_stratify_needs_sample(synthetic_build, tmp_path, capsys):
 
 def test_limit_is_the_first_pairs_and_excludes_sample(benchmark):
     """`--limit N`, the quick look every evaluator has: the first N pairs in build order."""
-    from histbench.builders.core.errors import UsageError
+    from histbench.core.errors import UsageError
     from histbench.eval.chronoculture.run import choose_pairs, sample_tag
 
     rows, info = choose_pairs(benchmark, None, None, 0, limit=5)

@@ -56,7 +56,7 @@ def sample_path() -> Path:
 def sample_build(tmp_path_factory) -> Path:
     """The bundled sample, built once for the session."""
     from histbench.builders.chronologic import BUILDER
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     out = tmp_path_factory.mktemp("chronologic-build")
     return run_build(BUILDER, {"questions": SAMPLE}, out_root=out)

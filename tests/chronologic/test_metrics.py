@@ -117,7 +117,7 @@ def test_random_choice_baseline(n, k):
 
 
 def test_bad_inputs_are_errors():
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
 
     with pytest.raises(EvalError, match="question 1: 3 scores for 4 options"):
         score_question(QA, [-1.0] * 3, [1] * 3)

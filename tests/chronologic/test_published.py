@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.chronologic.published_table3 import load_published_table3
 
 # Table 3 of the paper: Brier, Cloze, Gen., Know.

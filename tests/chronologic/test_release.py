@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from histbench.builders.chronologic.release import load_release
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 
 def _error(tmp_path, records) -> SourceError:

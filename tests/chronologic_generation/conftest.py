@@ -26,14 +26,14 @@ def reference(name: str) -> dict:
 @pytest.fixture(scope="session")
 def sample_build(tmp_path_factory) -> Path:
     from histbench.builders.chronologic import BUILDER
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     return run_build(BUILDER, {"questions": SAMPLE}, out_root=tmp_path_factory.mktemp("chronologic-gen-build"))
 
 
 @pytest.fixture(scope="session")
 def built(sample_build):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     return BuiltDataset.open(sample_build)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from histbench.builders.cli import main
+from histbench.cli import main
 
 
 def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_server, scripted_judge, tmp_path, capsys):

@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
-from histbench.eval.backends import load_backend
+from histbench.core.backends import load_backend
+from histbench.core.errors import EvalError
 from histbench.eval.chronologic import generation as G
 from histbench.eval.chronologic.anchors import build_anchors, load_anchors
 from histbench.eval.chronologic.generation_report import collect, generation_markdown, ledger_rows
@@ -55,7 +55,7 @@ def scripted_candidate(built):
 @pytest.fixture(scope="module")
 def judged(built, tmp_path_factory):
     """One generated, anchored and judged run shared by the tests below."""
-    from histbench.eval.backends.loopback import LoopbackChatServer
+    from histbench.core.backends.loopback import LoopbackChatServer
 
     from .conftest import ScriptedJudge
 

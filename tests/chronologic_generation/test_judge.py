@@ -150,9 +150,9 @@ def test_unparsed_pair_is_dropped_with_its_partner():
 def test_ask_retries_once_with_the_retry_sentence(built, chat_server, tmp_path):
     """judge_prompts_nocontext.score_one_comparison: a malformed reply is asked again with
     the retry sentence; still malformed, the trial fails (verdict None)."""
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
+    from histbench.core.runstore import RunStore
     from histbench.eval.chronologic.generation import load_prompts, load_questions
-    from histbench.eval.runstore import RunStore
 
     prompts = load_prompts()
     suffix = prompts.section("pass_fail")["retry_suffix"]

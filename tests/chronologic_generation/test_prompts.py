@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.chronologic import generation as G
 from histbench.eval.chronologic import judge as J
 

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from histbench.builders.core.errors import EvalError
-from histbench.eval.backends import load_backend
+from histbench.core.backends import load_backend
+from histbench.core.errors import EvalError
 from histbench.eval.chronologic import analyses as A
 from histbench.eval.chronologic import generation as G
 from histbench.eval.chronologic.anchors import build_anchors, load_anchors

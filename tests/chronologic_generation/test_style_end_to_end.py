@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # trains two tiny encoders (about a minute on 2 shared CPU cores)
 
-from histbench.builders.core.errors import EvalError  # noqa: E402
+from histbench.core.errors import EvalError  # noqa: E402
 from histbench.eval.chronologic.style import dating  # noqa: E402
 
 FILLER = "the and of a in to was it that with for as by on at from this which".split()
@@ -129,7 +129,7 @@ def test_training_writes_an_authenticity_detector_with_held_out_models(style_wor
 
 
 def test_style_scores_of_a_generation_run(style_world, built, chat_server, tmp_path):
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
     from histbench.eval.chronologic import generation as G
     from histbench.eval.chronologic.style.scoring import style_run
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm, wasserstein_distance
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 from histbench.eval.chronologic.style import conformal, dating
 from histbench.eval.chronologic.style import corpus as C
 

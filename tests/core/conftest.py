@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from histbench.builders.core.build import BenchmarkBuilder, BuildContext
-from histbench.builders.core.resources import Resources
-from histbench.builders.core.writer import BuildOutput
+from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
+from histbench.builders.machinery.writer import BuildOutput
+from histbench.core.resources import Resources
 
 ITEMS_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import histbench
-from histbench.builders.cli import main
-from histbench.builders.core.errors import UsageError
+from histbench.cli import main
+from histbench.core.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,7 +62,7 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
 
 def test_inputs_are_keyword_arguments_named_by_role(notebook):
     """`histbench.build(..., questions=FILE)` is `histbench build ... --questions FILE`."""
-    from histbench.builders.core.build import get_builder
+    from histbench.builders.machinery.build import get_builder
 
     sample = get_builder("chronologic").manifest().sample_paths()["questions"][0]
     mine = histbench.build("chronologic", questions=sample, out="mine")
@@ -107,7 +107,7 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
 
 
 def test_results_of_italian_and_valence_runs(notebook, tiny_masked_lm):
-    from histbench.builders.core.build import get_builder
+    from histbench.builders.machinery.build import get_builder
 
     cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
     italian = histbench.build("italian", cavalcanti=cavalcanti)

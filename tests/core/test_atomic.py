@@ -1,10 +1,10 @@
-"""builders/core/atomic.py: targets are replaced whole or not at all."""
+"""histbench/core/atomic.py: targets are replaced whole or not at all."""
 
 from __future__ import annotations
 
 import pytest
 
-from histbench.builders.core.atomic import atomic_directory, atomic_path, write_text_atomic
+from histbench.core.atomic import atomic_directory, atomic_path, write_text_atomic
 
 
 def test_file_is_replaced_only_when_the_block_succeeds(tmp_path):

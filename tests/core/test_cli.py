@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders import cli
-from histbench.builders.core import build as build_module
-from histbench.builders.core import resources as resources_module
+from histbench import cli
+from histbench.builders.machinery import build as build_module
+from histbench.core import resources as resources_module
 
 
 @pytest.fixture

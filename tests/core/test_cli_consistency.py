@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.cli import main, make_parser
+from histbench.cli import main, make_parser
 from histbench.eval.plugin import default_dataset
 
 BENCHMARKS = ("chronoculture", "chronologic", "italian", "mher", "valence")
@@ -69,7 +69,7 @@ def sample_builds(tmp_path_factory):
     """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
     sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has."""
     import histbench
-    from histbench.builders.core.build import get_builder
+    from histbench.builders.machinery.build import get_builder
 
     root = tmp_path_factory.mktemp("work")
     for name in ("chronoculture", "chronologic", "mher", "valence"):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders import demo
-from histbench.builders.core import build as build_module
-from histbench.builders.core import resources as resources_module
-from histbench.builders.core.errors import BuildError
+from histbench import demo
+from histbench.builders.machinery import build as build_module
+from histbench.core import resources as resources_module
+from histbench.core.errors import BuildError
 from histbench.eval import plugin
 from histbench.eval.report import ReportSection
 
@@ -54,7 +54,7 @@ def test_reload_check_detects_a_mismatch(toy_builder, toy_sample, toy_resources,
 
 
 def test_demo_unknown_benchmark(toy_demo, tmp_path):
-    from histbench.builders.core.errors import UsageError
+    from histbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="unknown benchmark"):
         demo.run_demo(out_root=tmp_path, only=["nope"])

@@ -1,5 +1,5 @@
 """Optional dependencies: every third-party import is declared, and a missing one is named
-with the extra that installs it (histbench.builders.core.extras)."""
+with the extra that installs it (histbench.core.extras)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.cli import main
-from histbench.builders.core import extras
-from histbench.builders.core.errors import MissingDependencyError
+from histbench.core import extras
+from histbench.cli import main
+from histbench.core.errors import MissingDependencyError
 
 REPO = Path(__file__).resolve().parents[2]
-CODE = ("api", "builders", "eval")
+CODE = ("histbench", "builders", "eval")
 
 
 def _pyproject() -> dict:

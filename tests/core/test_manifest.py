@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from histbench.builders.core.errors import SourceError, UsageError
-from histbench.builders.core.manifest import SourceManifest, resolve_inputs
+from histbench.builders.machinery.manifest import SourceManifest, resolve_inputs
+from histbench.core.errors import SourceError, UsageError
 
 
 def _manifest(expected=None, kind="file", formats=("sav", "dta", "csv")):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MAPPED = {"api": "histbench", "builders": "histbench.builders", "eval": "histbench.eval",
+PACKAGE = "histbench"  # the package face and its core, at its own name
+MAPPED = {"builders": "histbench.builders", "eval": "histbench.eval",
           "schemas": "histbench.schemas", "cards": "histbench.cards", "sources": "histbench.sources"}
 
 
@@ -30,7 +31,7 @@ def test_every_folder_with_installed_files_is_listed_in_pyproject():
     listed = set(config["packages"])
     assert config["package-dir"] == {v: k for k, v in MAPPED.items()}
     found = set()
-    for folder, package in MAPPED.items():
+    for folder, package in {PACKAGE: PACKAGE, **MAPPED}.items():
         for path in _tracked(folder):
             rel = Path(path).parent.relative_to(folder).parts
             found.add(".".join((package, *rel)))
@@ -47,7 +48,7 @@ def test_wheel_build_has_no_setuptools_warnings(histbench_wheel):
 
 
 def test_top_level_layout_is_fixed():
-    allowed = {"api", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
+    allowed = {"histbench", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
                "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
@@ -55,7 +56,7 @@ def test_top_level_layout_is_fixed():
 
 
 def test_shipped_data_is_reachable_through_importlib():
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     resources = Resources.default()
     assert resources.schemas.is_dir() and resources.cards.is_dir() and resources.sources.is_dir()
@@ -86,7 +87,7 @@ def _run_installed(venv: Path, code: str) -> subprocess.CompletedProcess:
 
 CHECK = r"""
 import json, pathlib, importlib.util, histbench, histbench.builders, histbench.eval
-from histbench.builders.core.resources import Resources
+from histbench.core.resources import Resources
 r = Resources.default()
 schemas = sorted(p.name for p in r.schemas.glob('*.schema.json'))
 for name in schemas:
@@ -123,8 +124,8 @@ def test_install_into_fresh_venv(tmp_path, editable, histbench_wheel):
                                capture_output=True, text=True, check=True).stdout.strip())
     assert not (site / "builders").exists() and not (site / "eval").exists()
     if not editable:
-        assert (site / "histbench" / "builders" / "cli.py").is_file()
-        assert (site / "histbench" / "__init__.py").is_file()  # the API folder, api/
+        assert (site / "histbench" / "cli.py").is_file()
+        assert (site / "histbench" / "__init__.py").is_file()  # the package face, histbench/
 
     result = _run_installed(venv, CHECK)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 import time
 
-from histbench.builders.core import progress as progress_module
-from histbench.builders.core.progress import LogLines, progress
+from histbench.core import progress as progress_module
+from histbench.core.progress import LogLines, progress
 
 
 def test_a_long_loop_logs_count_rate_and_time_left(monkeypatch, capsys):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from histbench.builders.core.build import run_build
-from histbench.builders.core.card import check_card, size_category
-from histbench.builders.core.errors import BuildError
-from histbench.builders.core.paths import local_paths, portable_name, portable_option
+from histbench.builders.machinery.build import run_build
+from histbench.builders.machinery.card import check_card, size_category
+from histbench.core.errors import BuildError
+from histbench.core.paths import local_paths, portable_name, portable_option
 
 
 def _front_matter(card: str) -> dict:
@@ -86,7 +86,7 @@ def test_option_naming_a_local_file_is_recorded_by_name_and_sha256(toy_builder, 
 
 @pytest.fixture(scope="module")
 def sample_builds(tmp_path_factory) -> dict[str, Path]:
-    from histbench.builders.core.build import discover_builders
+    from histbench.builders.machinery.build import discover_builders
 
     out = tmp_path_factory.mktemp("samples")
     builds = {}
@@ -100,7 +100,7 @@ EXPECTED_GATED = {"chronoculture": True, "chronologic": True, "italian": True, "
 
 @pytest.mark.slow
 def test_push_dry_run_of_every_benchmark(sample_builds, capsys):
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     assert set(sample_builds) == set(EXPECTED_GATED)
     for name, folder in sample_builds.items():

@@ -1,11 +1,11 @@
-"""builders/core/readers.py: JSON Lines with line-numbered errors."""
+"""histbench/core/readers.py: JSON Lines with line-numbered errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from histbench.builders.core.errors import EvalError, SourceError
-from histbench.builders.core.readers import iter_jsonl_objects
+from histbench.core.errors import EvalError, SourceError
+from histbench.core.readers import iter_jsonl_objects
 
 
 def test_line_numbers_skip_blank_lines_and_keep_u2028(tmp_path):
@@ -26,7 +26,7 @@ def test_errors_name_file_and_line(tmp_path):
 
 
 def test_json_object_files(tmp_path):
-    from histbench.builders.core.readers import read_json_object
+    from histbench.core.readers import read_json_object
 
     path = tmp_path / "run.json"
     path.write_text('{"mode": "likelihood"}', encoding="utf-8")

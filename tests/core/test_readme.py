@@ -79,7 +79,7 @@ def test_the_readme_examples_run_in_a_fresh_environment(venv_with_torch, histben
     assert (work / "reports" / "chronologic" / "index.html").is_file()
     assert json.loads((work / "runs" / "random" / "results.json").read_text())["counts"]["questions"] == 24
 
-    parse = "import sys; from histbench.builders.cli import make_parser; make_parser().parse_args(sys.argv[1:])"
+    parse = "import sys; from histbench.cli import make_parser; make_parser().parse_args(sys.argv[1:])"
     for section, language, code in blocks:
         if language != "bash" or section == RUNNABLE:
             continue

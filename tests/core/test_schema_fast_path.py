@@ -1,4 +1,4 @@
-"""The fast schema path (builders/core/schema.py compile_check) never accepts what jsonschema rejects."""
+"""The fast schema path (histbench/core/schema.py compile_check) never accepts what jsonschema rejects."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from histbench.builders.core.resources import Resources
-from histbench.builders.core.schema import compile_check
+from histbench.core.resources import Resources
+from histbench.core.schema import compile_check
 
 CONFIGS = ("pairs", "items", "undated", "mcq")
 # every schema of the project (other benchmarks' too): the fast path must be safe for all of them

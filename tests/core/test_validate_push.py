@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from histbench.builders.core.build import run_build
-from histbench.builders.core.errors import UsageError, ValidationError
-from histbench.builders.core.hub import push_build
-from histbench.builders.core.validate import validate_build
+from histbench.builders.machinery.build import run_build
+from histbench.builders.machinery.hub import push_build
+from histbench.builders.machinery.validate import validate_build
+from histbench.core.errors import UsageError, ValidationError
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_validate_detects_missing_and_unlisted_files(built, toy_resources):
 
 
 def _no_upload(monkeypatch, toy_resources):
-    import histbench.builders.core.hub as hub
+    import histbench.builders.machinery.hub as hub
 
     monkeypatch.setattr(hub, "validate_build", lambda folder: validate_build(folder, toy_resources))
 
@@ -86,7 +86,7 @@ def test_public_push_of_a_restricted_build_needs_confirmation(built, monkeypatch
 def test_upload_creates_private_repo_or_gates_a_public_one(built, monkeypatch, toy_resources):
     import huggingface_hub
 
-    import histbench.builders.core.hub as hub
+    import histbench.builders.machinery.hub as hub
 
     monkeypatch.setattr(hub, "validate_build", lambda folder: validate_build(folder, toy_resources))
     calls = []

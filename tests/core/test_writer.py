@@ -8,9 +8,9 @@ import json
 import pytest
 from datasets import load_dataset
 
-from histbench.builders.core import writer as writer_module
-from histbench.builders.core.build import run_build
-from histbench.builders.core.errors import BuildError, SchemaError
+from histbench.builders.machinery import writer as writer_module
+from histbench.builders.machinery.build import run_build
+from histbench.core.errors import BuildError, SchemaError
 
 
 def _build(toy_builder, toy_sample, toy_resources, out_root, **kwargs):
@@ -18,7 +18,7 @@ def _build(toy_builder, toy_sample, toy_resources, out_root, **kwargs):
 
 
 def test_round_trip_two_configs_two_splits(toy_builder, toy_sample, toy_resources, tmp_path, make_toy_records):
-    from histbench.builders.core.dataset import load_build_config
+    from histbench.core.dataset import load_build_config
 
     folder = _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
     assert folder.name == "toy-1.0.0"
@@ -69,7 +69,7 @@ def test_card_and_manifest(toy_builder, toy_sample, toy_resources, tmp_path):
 def test_class_label_ids_out_of_range_are_an_error():
     import pyarrow as pa
 
-    from histbench.builders.core.schema import decode_class_labels
+    from histbench.core.schema import decode_class_labels
 
     table = pa.table({"relation": pa.array([0, 2], pa.int64())})
     with pytest.raises(SchemaError, match=r"'relation': class label ids must lie in 0\.\.1"):
@@ -145,7 +145,7 @@ def test_schema_failure_lists_records_and_writes_nothing(
 
 
 def test_schema_failure_caps_listing_at_20(toy_resources):
-    from histbench.builders.core.schema import validate_records
+    from histbench.core.schema import validate_records
 
     schema = toy_resources.schema("toy", "pairs")
     records = [{"pair_id": "x", "left": "a", "right": "b", "same": True, "relation": None} for _ in range(25)]
@@ -158,7 +158,7 @@ def test_schema_failure_caps_listing_at_20(toy_resources):
 
 
 def test_nan_is_rejected_with_its_path(toy_resources):
-    from histbench.builders.core.schema import validate_records
+    from histbench.core.schema import validate_records
 
     schema = toy_resources.schema("toy", "items")
     record = {"item_id": "a", "year": 1900, "score": float("nan"), "options": [], "gold": {"index": 0, "weight": 1.0}}
@@ -169,7 +169,7 @@ def test_nan_is_rejected_with_its_path(toy_resources):
 
 
 def test_schema_conventions_are_enforced(tmp_path):
-    from histbench.builders.core.schema import check_schema_conventions
+    from histbench.core.schema import check_schema_conventions
 
     loose = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     with pytest.raises(SchemaError, match="additionalProperties: false"):
@@ -248,7 +248,7 @@ def test_a_second_folder_of_the_same_name_loads_its_own_rows(toy_builder, toy_sa
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     first = _build(toy_builder, toy_sample, toy_resources, tmp_path / "a")
     original = BuiltDataset.open(first).load("pairs", "test")["left"]

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
-from histbench.eval.backends import GenerateRequest, load_backend
-from histbench.eval.backends.api import APIBackend
+from histbench.core.backends import GenerateRequest, load_backend
+from histbench.core.backends.api import APIBackend
+from histbench.core.errors import EvalError
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 5}
 
@@ -100,7 +100,7 @@ def test_a_complete_answer_is_never_retried_whatever_it_says(chat_server):
 
 @pytest.mark.parametrize("status", ["400", "422"])
 def test_a_refused_request_is_recorded_as_failed_not_retried_and_asked_again_later(chat_server, tmp_path, status):
-    from histbench.eval.runstore import RunStore
+    from histbench.core.runstore import RunStore
 
     server = chat_server(lambda messages: "ok")
     backend = load_backend(server.spec(), {**FAST, "max_concurrency": 1})
@@ -168,7 +168,7 @@ def test_the_key_env_name_does_not_change_request_keys(chat_server):
 
 
 def test_api_backend_answers_only_generate_requests(chat_server):
-    from histbench.eval.backends import LoglikelihoodRequest
+    from histbench.core.backends import LoglikelihoodRequest
 
     backend = load_backend(chat_server().spec(), FAST)
     assert backend.supports == frozenset({"generate"})

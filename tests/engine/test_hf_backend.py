@@ -11,14 +11,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from histbench.builders.core.errors import EvalError  # noqa: E402
-from histbench.eval.backends import (  # noqa: E402
+from histbench.core.backends import (  # noqa: E402
     FillMaskRequest,
     GenerateRequest,
     LoglikelihoodRequest,
     load_backend,
 )
-from histbench.eval.runstore import RunStore  # noqa: E402
+from histbench.core.errors import EvalError  # noqa: E402
+from histbench.core.runstore import RunStore  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_sampling_with_a_seed_is_reproducible(causal):
 def test_loglikelihood_is_the_prefix_shared_scorer(causal):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from histbench.eval.likelihood import loglikelihood
+    from histbench.core.likelihood import loglikelihood
 
     requests = [LoglikelihoodRequest("The capital of France is", a) for a in (" Paris.", " London", " a")] + [
         LoglikelihoodRequest("", "Steam")
@@ -250,10 +250,10 @@ def test_tiny_masked_lm_is_the_same_in_every_process(tmp_path):
     import subprocess
     import sys
 
-    from histbench.eval.backends.tiny import build_tiny_masked_lm
+    from histbench.core.backends.tiny import build_tiny_masked_lm
 
     here = build_tiny_masked_lm(tmp_path / "here")
-    code = f"from histbench.eval.backends.tiny import build_tiny_masked_lm; build_tiny_masked_lm({str(tmp_path / 'there')!r})"
+    code = f"from histbench.core.backends.tiny import build_tiny_masked_lm; build_tiny_masked_lm({str(tmp_path / 'there')!r})"
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
     for name in ("tokenizer.json", "model.safetensors"):
         assert (here / name).read_bytes() == (tmp_path / "there" / name).read_bytes(), name

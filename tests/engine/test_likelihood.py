@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from histbench.builders.core.errors import EvalError  # noqa: E402
-from histbench.eval.backends import LoglikelihoodRequest as LL  # noqa: E402
-from histbench.eval.likelihood import encode_requests, loglikelihood, model_max_length  # noqa: E402
+from histbench.core.backends import LoglikelihoodRequest as LL  # noqa: E402
+from histbench.core.errors import EvalError  # noqa: E402
+from histbench.core.likelihood import encode_requests, loglikelihood, model_max_length  # noqa: E402
 
 TOL = 1e-5  # per request, float32 on CPU (measured: at most 1.4e-6 on this model)
 
@@ -152,7 +152,7 @@ def test_a_continuation_longer_than_the_window_is_an_error(tiny):
 
 def test_is_greedy_marks_the_models_own_continuation(tiny):
     """Token level: the model's own greedy continuation is greedy; one changed token is not."""
-    from histbench.eval.likelihood import Encoded, PrefixSharedScorer, score_naive
+    from histbench.core.likelihood import Encoded, PrefixSharedScorer, score_naive
 
     model, tokenizer = tiny
     ids = tokenizer("The capital of France is", add_special_tokens=False, return_tensors="pt")["input_ids"]

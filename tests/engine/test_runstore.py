@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
-from histbench.eval.backends import GenerateRequest, load_backend
-from histbench.eval.runstore import RECORDS_NAME, RUN_NAME, RunStore, summarize
+from histbench.core.backends import GenerateRequest, load_backend
+from histbench.core.errors import EvalError
+from histbench.core.runstore import RECORDS_NAME, RUN_NAME, RunStore, summarize
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 5}
 
@@ -210,8 +210,8 @@ def test_resume_after_the_server_dies_mid_run_answers_each_request_exactly_once(
 RUNNER = textwrap.dedent(
     """
     import sys
-    from histbench.eval.backends import GenerateRequest, load_backend
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import GenerateRequest, load_backend
+    from histbench.core.runstore import RunStore
     spec, run_dir, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     backend = load_backend(spec, {"max_concurrency": 2, "backoff_base": 0.01})
     requests = [GenerateRequest(messages=[{"role": "user", "content": f"q{i}"}], max_new_tokens=20) for i in range(n)]

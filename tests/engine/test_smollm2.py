@@ -14,13 +14,13 @@ PER_TOKEN_BOUND = 5e-5
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_path):
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
 
     return load_backend(f"hf:{smollm2_path}", {"dtype": "float32", "device": "cpu"})
 
 
 def test_greedy_chat_answer(smollm2):
-    from histbench.eval.backends import GenerateRequest
+    from histbench.core.backends import GenerateRequest
 
     results = smollm2.generate(
         [
@@ -36,7 +36,7 @@ def test_greedy_chat_answer(smollm2):
 
 
 def test_loglikelihood_prefers_grammatical_sentences_to_their_shuffles(smollm2):
-    from histbench.eval.backends import LoglikelihoodRequest
+    from histbench.core.backends import LoglikelihoodRequest
 
     sentences = [
         "The railway reached the village in the spring of 1847.",
@@ -55,8 +55,8 @@ def test_loglikelihood_prefers_grammatical_sentences_to_their_shuffles(smollm2):
 
 
 def test_prefix_shared_equals_full_sequence_on_the_real_model(smollm2):
-    from histbench.eval.backends import LoglikelihoodRequest
-    from histbench.eval.likelihood import loglikelihood
+    from histbench.core.backends import LoglikelihoodRequest
+    from histbench.core.likelihood import loglikelihood
 
     context = "Question: In which city did the Great Exhibition of 1851 take place?\nAnswer:"
     answers = [" London", " Paris, in the gardens of the Tuileries", " Manchester", " Vienna, near the Prater park"]
@@ -79,9 +79,9 @@ def test_prefix_shared_equals_unpadded_single_sequences_on_chronologic_questions
 
     import torch
 
-    from histbench.eval.backends import LoglikelihoodRequest
+    from histbench.core.backends import LoglikelihoodRequest
+    from histbench.core.likelihood import encode_requests, loglikelihood
     from histbench.eval.chronologic.data import PromptTemplate
-    from histbench.eval.likelihood import encode_requests, loglikelihood
 
     sample = Path(__file__).resolve().parents[2] / "sources" / "chronologic" / "sample" / "chronologic_sample.jsonl"
     questions = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
@@ -101,7 +101,7 @@ def test_prefix_shared_equals_unpadded_single_sequences_on_chronologic_questions
 
 
 def test_offline_spec_names_the_package_version(smollm2_path):
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
 
     backend = load_backend("offline:smollm2")
     ident = backend.identity()

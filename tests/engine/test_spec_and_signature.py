@@ -6,8 +6,7 @@ import argparse
 
 import pytest
 
-from histbench.builders.core.errors import EvalError, MissingDependencyError, UsageError
-from histbench.eval.backends import (
+from histbench.core.backends import (
     FillMaskRequest,
     GenerateRequest,
     LoglikelihoodRequest,
@@ -16,7 +15,8 @@ from histbench.eval.backends import (
     load_backend,
     request_from_dict,
 )
-from histbench.eval.backends.spec import parse_api_target, split_revision, split_spec
+from histbench.core.backends.spec import parse_api_target, split_revision, split_spec
+from histbench.core.errors import EvalError, MissingDependencyError, UsageError
 from histbench.eval.signature import hash_text, make_signature
 
 
@@ -137,7 +137,7 @@ def test_signature_names_version_data_model_decoding_and_prompt():
     decoding = GenerateRequest(prompt="p").decoding()
     template = hash_text("You estimate survey response distributions.")
     signature = make_signature(dataset=dataset, backend=backend, decoding=decoding, prompt_template_hash=template, metric="rf1")
-    from histbench.builders.core.writer import histbench_version
+    from histbench.core.version import histbench_version
 
     parts = signature.text.split("|")
     assert parts[0] == f"histbench:{histbench_version()}"
@@ -171,9 +171,9 @@ def test_engine_modules_import_without_heavy_libraries():
 
     code = (
         "import sys\n"
-        "import histbench.eval.backends, histbench.eval.runstore, histbench.eval.signature, histbench.eval.likelihood\n"
-        "import histbench.eval.backends.api, histbench.eval.backends.hf, histbench.eval.backends.vllm\n"
-        "import histbench.eval.backends.loopback, histbench.eval.backends.offline, histbench.eval.backends.tiny\n"
+        "import histbench.core.backends, histbench.core.runstore, histbench.eval.signature, histbench.core.likelihood\n"
+        "import histbench.core.backends.api, histbench.core.backends.hf, histbench.core.backends.vllm\n"
+        "import histbench.core.backends.loopback, histbench.core.backends.offline, histbench.core.backends.tiny\n"
         "print(sorted(m for m in ('torch', 'transformers', 'httpx', 'vllm', 'datasets') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,8 +1,8 @@
-"""eval/parsing.py on the kinds of output models really produce."""
+"""histbench/core/parsing.py on the kinds of output models really produce."""
 
 from __future__ import annotations
 
-from histbench.eval.parsing import extract_json_object, parse_number
+from histbench.core.parsing import extract_json_object, parse_number
 
 
 def test_plain_fenced_embedded_repaired():

@@ -10,7 +10,7 @@ import pytest
 
 
 def build_sample(name: str, out: Path, **options) -> Path:
-    from histbench.builders.core.build import get_builder, run_build
+    from histbench.builders.machinery.build import get_builder, run_build
 
     builder = get_builder(name)
     return run_build(builder, builder.manifest().sample_paths(), options={**builder.demo_options(), **options},
@@ -32,8 +32,8 @@ def sample_builds(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def wide_tiny_lm(tmp_path_factory) -> Path:
-    """The tiny llama-style LM of histbench.eval.backends.tiny with a 4096-token window."""
+    """The tiny llama-style LM of histbench.core.backends.tiny with a 4096-token window."""
     pytest.importorskip("torch")
-    from histbench.eval.backends.tiny import build_tiny_causal_lm
+    from histbench.core.backends.tiny import build_tiny_causal_lm
 
     return build_tiny_causal_lm(tmp_path_factory.mktemp("wide-tiny-lm"), max_positions=4096)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is depre
 
 from inspect_ai import eval as inspect_eval  # noqa: E402
 
-from histbench.builders.core.dataset import BuiltDataset  # noqa: E402
+from histbench.core.dataset import BuiltDataset  # noqa: E402
 
 from .test_inspect_tasks import close, loopback_model, mock_model, sent  # noqa: E402
 
@@ -106,8 +106,8 @@ def pass_fail_bodies(server, start: int = 0) -> list[str]:
 def histbench_run(sample_builds, tmp_path_factory):
     """`histbench eval chronologic` --mode generate, anchors (which --mode judge needs) and
     judge on the scripted answers and verdicts; the pass/fail numbers inspect must report."""
-    from histbench.builders.cli import main
-    from histbench.eval.backends.loopback import LoopbackChatServer
+    from histbench.cli import main
+    from histbench.core.backends.loopback import LoopbackChatServer
     from histbench.eval.chronologic.generation import load_questions
     from histbench.eval.chronologic.substantive import SUBSTANTIVE_NAME, aggregate_substantive, judged_dir
     from histbench.eval.inspect_tasks.common import flatten

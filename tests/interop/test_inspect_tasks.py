@@ -22,8 +22,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is depre
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
-from histbench.builders.core.dataset import BuiltDataset  # noqa: E402
-from histbench.eval.backends import load_backend  # noqa: E402
+from histbench.core.backends import load_backend  # noqa: E402
+from histbench.core.dataset import BuiltDataset  # noqa: E402
 
 
 @pytest.fixture
@@ -210,7 +210,7 @@ MHER_LIMIT = 16
 
 
 def test_mher_tasks_equal_histbench_on_the_same_answers(builds, chat_server, tmp_path):
-    from histbench.builders.cli import main
+    from histbench.cli import main
     from histbench.eval import inspect_tasks
     from histbench.eval.inspect_tasks.common import flatten
     from histbench.eval.mher import metrics as M

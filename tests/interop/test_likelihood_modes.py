@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders.cli import main
+from histbench.cli import main
 
 
 def test_a_baseline_or_a_chat_api_cannot_be_scored_by_likelihood(sample_builds, chat_server, capsys):

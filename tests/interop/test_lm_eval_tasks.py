@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from histbench.builders.core.dataset import BuiltDataset
+from histbench.core.dataset import BuiltDataset
 from histbench.eval.lm_eval_export import export
 
 CHAT_FOLDERS = ("chronoculture", "italian")
@@ -79,7 +79,7 @@ def test_yaml_points_at_the_build_relative_to_the_task_folder(sample_builds, tmp
 
 def test_hub_build_is_loaded_at_the_commit_exported(sample_builds, tmp_path, monkeypatch):
     """A Hub id stays the dataset_path, pinned to the snapshot's commit (no later push can change it)."""
-    import histbench.builders.core.dataset as dataset_module
+    import histbench.core.dataset as dataset_module
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     snapshot = tmp_path / "hub" / "snapshots" / commit
@@ -194,7 +194,7 @@ def test_a_rebuilt_folder_is_read_again_and_a_stale_export_refused(sample_builds
 
 
 def test_export_cli(sample_builds, tmp_path, capsys):
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     out = tmp_path / "t"
     assert main(["export", "lm-eval", "italian", str(sample_builds["italian"]), "--out", str(out),
@@ -247,7 +247,7 @@ LIMIT = 4
 
 
 def _backend(model, **options):
-    from histbench.eval.backends import load_backend
+    from histbench.core.backends import load_backend
 
     return load_backend(f"hf:{model}", {"dtype": "float32", "device": "cpu", **options})
 

@@ -14,8 +14,8 @@ REALDATA = REPO.parent / "shared" / "realdata" / "italian"
 
 
 def build(tmp: Path, given: dict, **options) -> Path:
-    from histbench.builders.core.build import run_build
     from histbench.builders.italian import BUILDER
+    from histbench.builders.machinery.build import run_build
 
     opts = {"embedding_model": "tfidf", "chat_cache": str(tmp / "chat.jsonl"), **options}
     return run_build(BUILDER, given, options=opts, out_root=tmp)

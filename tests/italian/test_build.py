@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 from .conftest import SAMPLE, build, manifest, rows, sample_inputs
 
@@ -113,7 +113,7 @@ def test_malformed_letter_fails_the_build_naming_file_and_line(tmp_path):
 
 def test_eval_baseline_and_report_cli(sample_build, tmp_path):
     run = tmp_path / "runs" / "random"
-    cmd = [sys.executable, "-m", "histbench.builders.cli"]
+    cmd = [sys.executable, "-m", "histbench.cli"]
     done = subprocess.run(cmd + ["eval", "italian", "--baseline", "random", "--dataset", str(sample_build), "--out", str(run)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

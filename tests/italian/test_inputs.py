@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from histbench.builders.cli import main
-from histbench.builders.core.errors import SourceError
 from histbench.builders.italian.bibit import read_books
 from histbench.builders.italian.syntax import read_conllu
 from histbench.builders.italian.tei import BadFiles
+from histbench.cli import main
+from histbench.core.errors import SourceError
 
 from .conftest import SAMPLE, build, manifest, rows
 

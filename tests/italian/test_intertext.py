@@ -7,9 +7,9 @@ import time
 import pytest
 import rdflib
 
-from histbench.builders.cli import main
-from histbench.builders.core.errors import SourceError
 from histbench.builders.italian.intertext import _expanded_rdfxml, load_citations
+from histbench.cli import main
+from histbench.core.errors import SourceError
 
 from .conftest import REPO, SAMPLE, build, manifest, rows
 from .fixtures import DNT, dantesources_graph

@@ -3,8 +3,8 @@
 import json
 import math
 
-from histbench.builders.core.dataset import BuiltDataset
-from histbench.eval.backends import load_backend
+from histbench.core.backends import load_backend
+from histbench.core.dataset import BuiltDataset
 from histbench.eval.italian.run import evaluate
 
 from .conftest import SAMPLE, build, rows

@@ -9,11 +9,11 @@ import pytest
 import yaml
 from lxml import etree
 
-from histbench.builders.core.errors import SourceError
 from histbench.builders.italian.bibit import Book, Poem, cut_snippets, read_book, verse_sentences
 from histbench.builders.italian.letters import EntityScheme, read_letter, select_subset
 from histbench.builders.italian.manzoni import same_phrase
 from histbench.builders.italian.tei import parse_xml
+from histbench.core.errors import SourceError
 
 from .conftest import REPO
 

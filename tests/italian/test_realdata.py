@@ -82,7 +82,7 @@ def test_real_wsd_items_are_word_sense_questions_3_1(real_build):
 
 
 def test_real_ner_ceiling_3_2(realdata, tmp_path):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.italian.run import evaluate
 
     built = BuiltDataset.open(build(tmp_path, {"classense": str(realdata / "classense")}, classense_subset=0))

@@ -5,7 +5,7 @@ import matplotlib
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from histbench.builders.core.dataset import BuiltDataset
+from histbench.core.dataset import BuiltDataset
 from histbench.eval.italian.report import TITLES, draw_results, results_figure, results_markdown
 from histbench.eval.italian.run import evaluate
 

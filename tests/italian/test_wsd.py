@@ -15,10 +15,10 @@ import pytest
 import yaml
 from scipy import sparse
 
-from histbench.builders.core.errors import SourceError
 from histbench.builders.italian.embeddings import Embedder, pair_similarity, similarities
 from histbench.builders.italian.manzoni import Note, NoteRules, discover, group_phrases, read_leggomanzoni
 from histbench.builders.italian.wsd import Rules, Wiktionary, first_segment, make_entries
+from histbench.core.errors import SourceError
 
 from .conftest import REPO, SAMPLE, build, manifest, rows
 from .fixtures import commentary, kaikki_entry, leggomanzoni_clone, quarantana_chapter

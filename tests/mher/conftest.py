@@ -93,7 +93,7 @@ def cues():
 @pytest.fixture(scope="session")
 def sample_build(tmp_path_factory):
     """The bundled sample built once (the real CLI path: manifest, writer, schemas)."""
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
     from histbench.builders.mher import BUILDER
 
     out = tmp_path_factory.mktemp("mher-build")
@@ -102,7 +102,7 @@ def sample_build(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def sample_bench(sample_build):
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.mher.data import load_bench
 
     return load_bench(BuiltDataset.open(sample_build))

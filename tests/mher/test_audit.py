@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from histbench.builders.core.errors import BuildError
 from histbench.builders.mher import audit as A
 from histbench.builders.mher.registry import read_registry
+from histbench.core.errors import BuildError
 
 from .conftest import SAMPLE
 
@@ -207,7 +207,7 @@ def test_sample_build_audit_passes_and_is_reported(sample_build):
 
 
 def test_failing_audit_stops_the_build_and_writes_nothing(tmp_path):
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     out = tmp_path / "out"
     status = main(["build", "mher", "--registry", str(SAMPLE), "--out", str(out),

@@ -130,7 +130,7 @@ def test_embedding_baseline_with_the_offline_minilm(sample_bench, tmp_path):
 
 @pytest.mark.slow
 def test_embedding_model_error_names_the_model():
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
     from histbench.eval.mher.embeddings import load_embedding_model
 
     with pytest.raises(EvalError, match="cannot load the sentence-transformers model"):
@@ -138,7 +138,7 @@ def test_embedding_model_error_names_the_model():
 
 
 def test_cli_baselines_default_run_folder(sample_build, tmp_path, monkeypatch, capsys):
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(sample_build)]) == 0

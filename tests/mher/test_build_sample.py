@@ -7,8 +7,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from histbench.builders.core.build import run_build
-from histbench.builders.core.validate import validate_build
+from histbench.builders.machinery.build import run_build
+from histbench.builders.machinery.validate import validate_build
 from histbench.builders.mher import BUILDER
 
 from .conftest import SAMPLE
@@ -141,7 +141,7 @@ def test_exclusions_are_counted(sample_build):
 def test_cli_build_error_names_file_row_and_field(tmp_path, capsys):
     import shutil
 
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     folder = tmp_path / "registry"
     shutil.copytree(SAMPLE, folder)

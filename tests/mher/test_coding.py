@@ -8,7 +8,7 @@ import csv
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 from histbench.eval.mher.analysis import System, analyse_models
 from histbench.eval.mher.coding import ERRORS_CSV, UNCODED, UNCODED_CSV, code_errors, coded_counts
 from histbench.eval.mher.report import table7_coded

@@ -101,7 +101,7 @@ def test_evidence_rules_exclude_and_count(write_registry, cues):
 
 
 def test_evidence_language_without_cue_list_stops_the_build(write_registry, cues):
-    from histbench.builders.core.errors import SourceError
+    from histbench.core.errors import SourceError
 
     tables = synthetic_registry(3)
     tables["evidence"][2]["language"] = "xx"
@@ -177,7 +177,7 @@ def test_derangements_have_no_fixed_points_self_donation_or_alias_leakage():
 
 
 def test_derangement_that_cannot_exist_is_an_error(write_registry, cues):
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     tables = synthetic_registry(2)
     registry = _registry(write_registry, tables)
@@ -213,7 +213,7 @@ def test_mask_own_surface_in_context_only():
 
 
 def test_cap_must_be_positive(write_registry):
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     registry = _registry(write_registry, copy.deepcopy(synthetic_registry(3)))
     with pytest.raises(BuildError, match="at least 1"):
@@ -286,7 +286,7 @@ def test_more_identical_surface_negatives_than_same_pairs_keeps_balance(write_re
     other_seed = C.select_name_only(registry, split, "test", C.BuildOptions(seed=3))
     assert {p.mention_ids for p in other_seed.pairs} != {p.mention_ids for p in selection.pairs}
 
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     with pytest.raises(BuildError, match="10 identical-surface different pairs but only 6 same pairs"):
         C.select_name_only(registry, split, "test", C.BuildOptions(identical_surface_overflow="fail"))
@@ -295,7 +295,7 @@ def test_more_identical_surface_negatives_than_same_pairs_keeps_balance(write_re
 def test_source_grounded_balance_when_identical_negatives_outnumber_eligible_same_pairs(write_registry, cues):
     """4.3 keeps every eligible same pair and every identical-surface negative; when the
     identical-surface negatives are more, balance wins by the same documented rule."""
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     tables = _five_temurs()
     # the "other" form of three Temürs shares its source with the plain form: not independent
@@ -380,7 +380,7 @@ def test_unresolved_question_citing_a_dev_person_places_it_in_test(write_registr
     assert dev_person not in dev_persons
     assert configs["unresolved"]["test"][0]["person_b"] == dev_person
 
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     with pytest.raises(BuildError) as caught:
         build_mher(registry, cues, C.BuildOptions(unresolved_placement="refuse"))
@@ -392,7 +392,7 @@ def test_entity_disjointness_is_checked_across_every_config():
     """A person in DEV name_only and in TEST unresolved (what the old builder produced for a
     question citing a DEV person), in a donated TEST context, or behind a TEST entity row is
     refused, naming the person and where it occurs."""
-    from histbench.builders.core.errors import BuildError
+    from histbench.core.errors import BuildError
 
     def pair(pair_id, a, b):
         return {"pair_id": pair_id, "person_a": a, "person_b": b}
@@ -422,8 +422,8 @@ def test_entity_disjointness_is_checked_across_every_config():
 def test_empty_source_grounded_subset_is_an_error_naming_the_rule(write_registry, cues):
     """If the evidence rules leave no Source-grounded pair in a split, the build stops and
     says which rule removed it (not a build whose `eval` later fails with "no DEV items")."""
-    from histbench.builders.core.errors import BuildError
     from histbench.builders.mher.builder import build_mher
+    from histbench.core.errors import BuildError
 
     tables = synthetic_registry(24)
     for row in tables["evidence"]:
@@ -437,8 +437,8 @@ def test_empty_source_grounded_subset_is_an_error_naming_the_rule(write_registry
 
 
 def test_unindependent_sources_emptying_the_subset_are_named(write_registry, cues):
-    from histbench.builders.core.errors import BuildError
     from histbench.builders.mher.builder import build_mher
+    from histbench.core.errors import BuildError
 
     tables = synthetic_registry(24)
     for mention in tables["mentions"]:

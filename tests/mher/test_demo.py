@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from histbench.builders.core.dataset import BuiltDataset
+from histbench.core.dataset import BuiltDataset
 from histbench.eval.mher import demo as mher_demo
 
 

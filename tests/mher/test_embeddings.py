@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from histbench.builders.cli import main
-from histbench.builders.core.errors import EvalError
+from histbench.cli import main
+from histbench.core.errors import EvalError
 from histbench.eval.mher.data import read_run
 from histbench.eval.mher.embeddings import (
     ENGLISH_ONLY,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from histbench.builders.cli import main
+from histbench.cli import main
 from histbench.eval.mher.data import read_run
 
 

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from histbench.builders.core.errors import SourceError
 from histbench.builders.mher.registry import read_registry
+from histbench.core.errors import SourceError
 
 from .conftest import SAMPLE, synthetic_registry
 

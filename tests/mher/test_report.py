@@ -146,7 +146,7 @@ def test_bonferroni_family_named_or_fixed_in_advance(sample_bench):
     fixed = analyse_models(sample_bench, systems[:1], resamples=200, thinning=10, family_size=5)
     t = fixed["models"]["model-1"]["transitions"]["name_only"]
     assert t["mcnemar_p_bonferroni"] == pytest.approx(5 * t["mcnemar_p"]) and t["bonferroni_tests"] == 5
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
 
     with pytest.raises(EvalError, match="--bonferroni-family names 'gpt'"):
         analyse_models(sample_bench, systems, resamples=10, thinning=2, family=["gpt"])
@@ -196,7 +196,7 @@ def test_report_cli_options_reach_the_numbers(sample_build, tmp_path, capsys):
     numbers they change."""
     import json
 
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     run = tmp_path / "lexical"
     assert main(["eval", "mher", "--reference", "lexical", "--dataset", str(sample_build), "--out", str(run)]) == 0

@@ -30,8 +30,8 @@ class CliResult:
 
 @pytest.fixture
 def cli(capsys):
-    """cli(*argv) -> CliResult: `histbench ARGV` in this process, as `histbench.builders.cli.main`."""
-    from histbench.builders.cli import main
+    """cli(*argv) -> CliResult: `histbench ARGV` in this process, as `histbench.cli.main`."""
+    from histbench.cli import main
 
     def run(*argv: str | Path) -> CliResult:
         capsys.readouterr()

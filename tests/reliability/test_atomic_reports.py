@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.core.errors import EvalError, UsageError
 from histbench.eval.plugin import BenchmarkEvaluator
 from histbench.eval.report import ReportSection, run_report, write_report
 
@@ -81,7 +81,7 @@ def test_a_folder_that_is_not_a_report_is_never_replaced(tmp_path):
 def test_the_cli_stages_every_benchmark_report(tmp_path, capsys):
     """Through `histbench report`: an italian report over a run folder that does not exist
     fails before anything is written, and an earlier report stays."""
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     out = tmp_path / "report"
     _report(out, "v1")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from histbench.eval.backends import GenerateRequest, load_backend
-from histbench.eval.runstore import RECORDS_NAME, RunStore
+from histbench.core.backends import GenerateRequest, load_backend
+from histbench.core.runstore import RECORDS_NAME, RunStore
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 10}
 
@@ -31,8 +31,8 @@ EVALUATOR = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from histbench.eval.backends import GenerateRequest, load_backend
-    from histbench.eval.runstore import RunStore
+    from histbench.core.backends import GenerateRequest, load_backend
+    from histbench.core.runstore import RunStore
 
     spec, run_dir, steps = sys.argv[1], sys.argv[2], sys.argv[3]
     pause_file = Path(sys.argv[4]) if len(sys.argv) > 4 else None

@@ -6,7 +6,7 @@ TEI P4 books, CoNLL-U treebanks, Turtle, RDF/XML and N-Triples graphs, author ta
 (Historical Italian); CSV/TSV/JSONL test sets and annotation sheets (valence); and the run
 store's own records.jsonl and run.json.
 
-Every case goes through the real command line (`histbench.builders.cli.main`) and must end
+Every case goes through the real command line (`histbench.cli.main`) and must end
 with exit status 2 and one error line that names the damaged file (and the row or field
 where the case says so), with no traceback and nothing written: no build folder, no
 annotations stored, no run store changed. Files are damaged the way they are damaged in
@@ -210,9 +210,9 @@ SHEET_HEADER = "sentence_id,sentence,filled,token,sigma,skip,annotator,comment\n
 
 def _valence_run(tmp: Path) -> Path:
     """A valence run folder with hand-made predictions on the bundled sample (no model)."""
-    from histbench.builders.core.build import run_build
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.builders.machinery.build import run_build
     from histbench.builders.valence import BUILDER
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.valence.metrics import classify_piece
     from histbench.eval.valence.runfolder import RunFolder
 
@@ -245,7 +245,7 @@ def _run_store(tmp: Path, damage: Callable[[Path], Path]) -> Made:
     """A run folder of `histbench eval chronoculture` with three stored answers, damaged on
     disk, then resumed: the store is read before any request (the endpoint is never asked)."""
     from histbench.builders.chronoculture import BUILDER
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     built = run_build(BUILDER, {"wvs": WVS_SAV}, options=BUILDER.demo_options(), out_root=tmp / "build")
     spec = "api:m@http://127.0.0.1:9/v1"

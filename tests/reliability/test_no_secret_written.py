@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.cli import main
+from histbench.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = REPO / "sources"
@@ -61,7 +61,7 @@ def _assert_sent(server, creds) -> None:
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """The bundled samples of the API-scored benchmarks, built once (italian with TF-IDF embeddings)."""
-    from histbench.builders.core.build import discover_builders, run_build
+    from histbench.builders.machinery.build import discover_builders, run_build
 
     root = tmp_path_factory.mktemp("secret-builds")
     builders = discover_builders()
@@ -120,7 +120,7 @@ def test_italian_run_and_report_hold_no_credential(builds, chat_server, creds, t
 def test_valence_run_and_report_hold_no_hub_token(tiny_masked_lm, creds, monkeypatch, tmp_path):
     """Valence asks no API: the credential its hf backend may read is the Hugging Face
     token (HF_TOKEN), which the backend registers and which no file holds."""
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
     from histbench.builders.valence import BUILDER
 
     monkeypatch.setenv("HF_TOKEN", creds["env"])
@@ -131,7 +131,7 @@ def test_valence_run_and_report_hold_no_hub_token(tiny_masked_lm, creds, monkeyp
     assert main(["eval", "valence", "--dataset", str(built), "--out", str(run), "--top-k", "3",
                  "--model", f"tiny=hf:{tiny_masked_lm}"]) == 0
     assert main(["report", "valence", str(run), "--bootstrap", "10", "--allow-unannotated", "--no-vocabulary-check"]) == 0
-    from histbench.builders.core.secrets import registered_secrets
+    from histbench.core.secrets import registered_secrets
 
     assert creds["env"] in registered_secrets()
     assert _assert_clean([run], {"env": creds["env"]}) >= 8

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histbench.builders.core.errors import HistbenchError
+from histbench.core.errors import HistbenchError
 
 from .conftest import SOURCES
 
@@ -93,7 +93,7 @@ RELEASE_BYTES = b"\n".join(RELEASE.read_bytes().split(b"\n")[:4]) + b"\n"
 @fuzz(300)
 @given(ops=DAMAGE)
 def test_json_lines_and_json_readers(workdir, ops):
-    from histbench.builders.core.readers import iter_jsonl_objects, read_json_object
+    from histbench.core.readers import iter_jsonl_objects, read_json_object
 
     path = workdir / "x.jsonl"
     path.write_bytes(damage(RELEASE_BYTES, ops))
@@ -180,8 +180,8 @@ def test_valence_sentence_and_annotation_readers(workdir, suffix):
 
 
 def test_run_store_records_and_run_json(workdir, chat_server):
-    from histbench.eval.backends import GenerateRequest, load_backend
-    from histbench.eval.runstore import RECORDS_NAME, RUN_NAME, RunStore
+    from histbench.core.backends import GenerateRequest, load_backend
+    from histbench.core.runstore import RECORDS_NAME, RUN_NAME, RunStore
 
     server = chat_server()
     backend = load_backend(server.spec(), {"max_retries": 0})

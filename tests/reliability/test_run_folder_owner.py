@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from histbench.builders.core.errors import EvalError
-from histbench.eval.backends import GenerateRequest, load_backend
-from histbench.eval.backends.spec import canonical_spec
-from histbench.eval.runstore import RUN_NAME, RunStore
+from histbench.core.backends import GenerateRequest, load_backend
+from histbench.core.backends.spec import canonical_spec
+from histbench.core.errors import EvalError
+from histbench.core.runstore import RUN_NAME, RunStore
 
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05, "timeout": 5, "max_retries": 1}
 
@@ -117,7 +117,7 @@ def test_a_folder_that_holds_no_answer_belongs_to_nobody(chat_server, tmp_path):
 def test_a_local_model_whose_weights_fail_to_load_leaves_no_run_folder(tiny_masked_lm, tmp_path):
     import shutil
 
-    from histbench.eval.backends import FillMaskRequest
+    from histbench.core.backends import FillMaskRequest
 
     broken = tmp_path / "broken-model"
     shutil.copytree(tiny_masked_lm, broken)

@@ -1,4 +1,4 @@
-"""The redaction rules of histbench.builders.core.secrets (issue 17, point 2): by name and by value."""
+"""The redaction rules of histbench.core.secrets (issue 17, point 2): by name and by value."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import json
 
 import pytest
 
-from histbench.builders.core.atomic import write_text_atomic
-from histbench.builders.core.secrets import (
+from histbench.core.atomic import write_text_atomic
+from histbench.core.backends import GenerateRequest, load_backend
+from histbench.core.backends.spec import display_spec
+from histbench.core.runstore import RunStore
+from histbench.core.secrets import (
     REDACTED,
     is_secret_name,
     redact,
@@ -15,9 +18,6 @@ from histbench.builders.core.secrets import (
     register_secret,
     scrub_text,
 )
-from histbench.eval.backends import GenerateRequest, load_backend
-from histbench.eval.backends.spec import display_spec
-from histbench.eval.runstore import RunStore
 
 
 @pytest.mark.parametrize("name", ["Authorization", "Proxy-Authorization", "api-key", "X-Api-Key", "x-goog-api-key",
@@ -84,7 +84,7 @@ def test_the_key_is_registered_before_a_resumed_folder_rewrites_run_json(chat_se
 def test_a_build_with_a_chat_model_writes_no_credential(chat_server, tmp_path, monkeypatch):
     """The Italian WSD steps ask a chat model while building; the build manifest records the
     build options (--chat-option headers=...), which must not carry the key."""
-    from histbench.builders.cli import main
+    from histbench.cli import main
 
     from .conftest import SOURCES
 

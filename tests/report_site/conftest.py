@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.cli import main
+from histbench.cli import main
 
 REQUIRE = os.environ.get("HISTBENCH_REQUIRE_BROWSER", "") == "1"
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders.cli import main
-from histbench.builders.core.errors import EvalError, UsageError
+from histbench.cli import main
+from histbench.core.errors import EvalError, UsageError
 from histbench.eval.report import ReportSection, SiteRun, items_link, markdown_to_html
 from histbench.eval.viewer import OUTCOMES, ViewerRun, items_url, viewer_run, write_viewer
 
@@ -94,7 +94,7 @@ def test_viewer_files(tmp_path):
 
 
 def test_no_secret_in_the_viewer(tmp_path, monkeypatch):
-    from histbench.builders.core.secrets import register_secret
+    from histbench.core.secrets import register_secret
 
     secret = "sk-test-5ecret-value-0123456789"
     register_secret(secret)

@@ -35,7 +35,7 @@ def sentences_csv(tmp_path) -> Path:
 @pytest.fixture
 def build_valence(tmp_path):
     """build_valence(sentences_path, annotations=None, **options) -> built folder."""
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
     from histbench.builders.valence import BUILDER
 
     def build(sentences: Path, annotations: list[Path] | None = None, out: Path | None = None, **options):
@@ -81,7 +81,7 @@ def prediction_records(predictions=PREDICTIONS) -> list[dict]:
 @pytest.fixture
 def synthetic_run(tmp_path, sentences_csv, build_valence):
     """A run folder with the hand-made predictions of two models on the four test sentences."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.valence.runfolder import RunFolder
 
     built = BuiltDataset.open(build_valence(sentences_csv))

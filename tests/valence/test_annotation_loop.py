@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 from histbench.eval.valence.vocabulary import export_vocabulary, import_annotations
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from histbench.builders import cli
+from histbench import cli
 from histbench.builders.valence.scale import Scale
 from histbench.eval.valence.autosigma import automatic_sigmas, count_corpus, count_dated, frequency_score
 
@@ -46,7 +46,7 @@ def test_corpus_readers(tmp_path):
     assert early == Counter(thou=1, art=1) and modern == Counter(you=1, are=1) and stats["rows_without_year"] == 1
     bad = tmp_path / "bad.csv"
     bad.write_text("year,text\nabout 1600,thou\n")
-    from histbench.builders.core.errors import SourceError
+    from histbench.core.errors import SourceError
 
     with pytest.raises(SourceError, match="bad.csv, row 2: field 'year'"):
         count_dated(bad, 1800)

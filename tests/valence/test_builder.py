@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from histbench.builders.core.errors import SourceError, UsageError
 from histbench.builders.valence.masks import MaskError, mask_regex, split_mask
 from histbench.builders.valence.scale import DEFAULT_SCALE, Scale, ScaleError
+from histbench.core.errors import SourceError, UsageError
 
 
 def test_default_scale_is_the_papers_five_point_bipolar_scale():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders import cli
+from histbench import cli
 
 pytest.importorskip("torch")
 
@@ -174,7 +174,7 @@ def test_a_causal_model_is_refused_with_a_clear_error(tiny_causal_lm, built, tmp
 
 
 def test_model_labels(tmp_path):
-    from histbench.builders.core.errors import UsageError
+    from histbench.core.errors import UsageError
     from histbench.eval.valence.run import parse_model_specs
 
     specs = parse_model_specs(["hf:bert-base-uncased", "macberth=hf:emanjavacas/MacBERTh", f"hf:{tmp_path}"])

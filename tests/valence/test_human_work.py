@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from histbench.builders import cli
+from histbench import cli
 
 from .conftest import SENTENCES, write_csv
 

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def sample_build(tmp_path_factory):
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
     from histbench.builders.valence import BUILDER
 
     out = tmp_path_factory.mktemp("sample")
@@ -33,7 +33,7 @@ def test_demo_scores_the_toys_with_the_bundled_annotations(sample_build, tmp_pat
     toy trained on early text has the lower bias on EME sentences, the modern toy the higher
     bias on ME sentences."""
     pytest.importorskip("torch")
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
     from histbench.eval.valence import EVALUATOR
 
     report_dir = tmp_path / "report" / "valence"

@@ -99,14 +99,14 @@ def test_report_writes_tables_figures_and_csv(annotated_run, tmp_path, capsys):
 
 
 def test_report_without_annotations_says_what_to_do(synthetic_run, tmp_path):
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
 
     with pytest.raises(EvalError, match="export-vocabulary"):
         EVALUATOR.run_report(_report_args(synthetic_run, tmp_path / "r"))
 
 
 def test_conflict_policy_error_stops_the_report(annotated_run, annotation_sheet, tmp_path):
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
 
     import_annotations(annotated_run, [annotation_sheet([("s2", "you", "0")], "ann2", "b.csv")])
     with pytest.raises(EvalError, match="s2/you: ann1=-1, ann2=0"):
@@ -126,7 +126,7 @@ def test_conflict_policy_error_stops_the_report(annotated_run, annotation_sheet,
 def test_package_writes_a_loadable_dataset(annotated_run, tmp_path):
     from datasets import load_dataset
 
-    from histbench.builders.core.validate import validate_build
+    from histbench.builders.machinery.validate import validate_build
     from histbench.eval.valence.package import package_run
 
     folder = package_run(annotated_run, tmp_path / "valence-run-1.0.0")

@@ -75,7 +75,7 @@ def default_length_edges() -> dict[str, list[float]]:
     """{judge kind: the authors' frozen cut points on log word count}."""
     import yaml
 
-    from histbench.builders.core.resources import Resources
+    from histbench.core.resources import Resources
 
     data = yaml.safe_load((Resources.default().source_dir("chronologic") / "style_length_bins.yaml").read_text(encoding="utf-8"))
     return {kind: [float(e) for e in data[kind]["edges"]] for kind in (DATE, AUTHENTICITY)}

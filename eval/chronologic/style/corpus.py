@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import SourceError
+from histbench.core.errors import SourceError
 
 SPLITS = ("train", "validation", "test")
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.readers import read_json_object
+from histbench.core.errors import EvalError
+from histbench.core.readers import read_json_object
 
 META_NAME = "histbench_style.json"
 DATE = "date"
@@ -81,7 +81,7 @@ class StyleJudge:
     def logits(self, texts, batch_size: int = 32, desc: str | None = None) -> np.ndarray:
         import torch
 
-        from histbench.builders.core.progress import progress
+        from histbench.core.progress import progress
 
         texts = [normalise_text(str(t), self.meta.get("text_normalisation")) for t in texts]
         order = np.argsort([len(t) for t in texts], kind="stable")

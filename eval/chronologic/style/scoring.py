@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.atomic import atomic_path
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.hashing import sha256_path
-from histbench.builders.core.progress import log
+from histbench.core.atomic import atomic_path
+from histbench.core.errors import EvalError
+from histbench.core.hashing import sha256_path
+from histbench.core.progress import log
 
 from ..generation import load_questions, read_generation, write_json_atomic
 from . import conformal, dating

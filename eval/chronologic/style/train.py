@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from histbench.builders.core.errors import HistbenchError, UsageError
-from histbench.builders.core.hashing import sha256_path
-from histbench.builders.core.progress import log, progress
+from histbench.core.errors import HistbenchError, UsageError
+from histbench.core.hashing import sha256_path
+from histbench.core.progress import log, progress
 
 from . import dating
 from .conformal import is_sentence

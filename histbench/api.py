@@ -19,7 +19,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.errors import UsageError
+from histbench.core.errors import UsageError
 
 from .run_results import Results
 
@@ -28,7 +28,7 @@ PathOrStr = str | PathLike
 
 def benchmarks() -> dict[str, str]:
     """Every benchmark this histbench can build: name -> title."""
-    from histbench.builders.core.build import discover_builders
+    from histbench.builders.machinery.build import discover_builders
 
     return {name: builder.title for name, builder in discover_builders().items()}
 
@@ -57,7 +57,7 @@ def build(benchmark: str, *, sample: bool = False, out: PathOrStr = "build", see
 
 def build_from_args(args: argparse.Namespace) -> Path:
     """`histbench build`: the parsed command line -> the output folder."""
-    from histbench.builders.core.build import run_build
+    from histbench.builders.machinery.build import run_build
 
     builder = args.builder
     given = {role: getattr(args, f"input_{role}") for role in args.input_roles}
@@ -76,7 +76,7 @@ def build_from_args(args: argparse.Namespace) -> Path:
 def load(dataset: PathOrStr, config: str, split: str | None = None, *, revision: str | None = None):
     """One config of a build, as `datasets.load_dataset(folder_or_hub_id, config)` gives it
     (a DatasetDict, or the Dataset of one split)."""
-    from histbench.builders.core.dataset import BuiltDataset
+    from histbench.core.dataset import BuiltDataset
 
     with _dependencies():
         return BuiltDataset.open(dataset, revision=revision).load(config, split)
@@ -86,7 +86,7 @@ def validate(dataset: PathOrStr, *, revision: str | None = None) -> dict:
     """Check a build (folder or Hub id) against its histbench.json: every file's sha256,
     every row count, every row against its schema. Returns the summary; raises
     ValidationError listing every mismatch."""
-    from histbench.builders.core.validate import validate_build
+    from histbench.builders.machinery.validate import validate_build
 
     with _dependencies():
         return validate_build(dataset, revision=revision)
@@ -100,7 +100,7 @@ def push(folder: PathOrStr, repo_id: str, *, public: bool = False, confirm_redis
     redistribution needs confirm_redistribution=True and is gated. Returns the PushPlan
     (files, visibility, what the sources' terms say: `plan.describe()`), with `plan.url`
     the commit's address after an upload (None for dry_run=True: nothing is sent)."""
-    from histbench.builders.core.hub import push_build
+    from histbench.builders.machinery.hub import push_build
 
     with _dependencies():
         return push_build(folder, repo_id, public=public, confirm_redistribution=confirm_redistribution,
@@ -120,7 +120,7 @@ def evaluate(benchmark: str, model: str | list[str] | None = None, *, dataset: P
     the command's, as `histbench eval BENCHMARK --help` says). Other options as that help
     lists them (label, limit, revision, seed, ...).
     """
-    from histbench.builders.core.errors import EvalError
+    from histbench.core.errors import EvalError
     from histbench.eval.plugin import run_evaluations
 
     with _dependencies():
@@ -169,7 +169,7 @@ def report(benchmark: str, runs: PathOrStr | Results | Iterable[PathOrStr | Resu
 @contextmanager
 def _dependencies() -> Iterator[None]:
     """A missing optional dependency becomes MissingDependencyError naming its extra."""
-    from histbench.builders.core.extras import missing_dependency
+    from histbench.core.extras import missing_dependency
 
     try:
         yield
@@ -182,13 +182,13 @@ def _dependencies() -> Iterator[None]:
 
 @lru_cache(maxsize=1)
 def _command_parser() -> argparse.ArgumentParser:
-    from histbench.builders.cli import make_parser
+    from histbench.cli import make_parser
 
     return make_parser()
 
 
 def _evaluator(benchmark: str):
-    from histbench.builders.core.build import get_builder
+    from histbench.builders.machinery.build import get_builder
     from histbench.eval.plugin import discover_evaluators
 
     get_builder(benchmark)  # an unknown name gets the list of known ones

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .dataset import resolve_dataset_path
-from .errors import HistbenchError, SchemaError, ValidationError
-from .progress import log
-from .readers import read_json_object
-from .resources import Resources
-from .schema import class_label_names, decode_class_labels, validate_records
-from .writer import MANIFEST_NAME, sha256_path
+from histbench.core.dataset import MANIFEST_NAME, resolve_dataset_path
+from histbench.core.errors import HistbenchError, SchemaError, ValidationError
+from histbench.core.hashing import sha256_path
+from histbench.core.progress import log
+from histbench.core.readers import read_json_object
+from histbench.core.resources import Resources
+from histbench.core.schema import class_label_names, decode_class_labels, validate_records
 
 
 def validate_build(path_or_id: str | Path, resources: Resources | None = None, revision: str | None = None) -> dict:

@@ -2,7 +2,7 @@
 
 - causal LMs answer `generate` (chat template for messages when the tokenizer has one,
   greedy when temperature is 0, batched with left padding) and `loglikelihood` (the
-  prefix-shared scorer of histbench.eval.likelihood, harness tokenisation);
+  prefix-shared scorer of histbench.core.likelihood, harness tokenisation);
 - masked LMs answer `fill_mask` (top-k with softmax probabilities at the mask; any mask
   spelling in MASK_SPELLINGS becomes the model's own mask token).
 
@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.paths import folder_fingerprint
+from histbench.core.errors import EvalError
+from histbench.core.paths import folder_fingerprint
 
 from .base import (
     FILL_MASK,
@@ -355,7 +355,7 @@ class HFBackend(Backend):
         """Requests are tokenised and scheduled LOGLIKELIHOOD_STEP at a time (whole
         contexts), and every scored batch of contexts is yielded at once, so the run store
         saves each question as it completes."""
-        from histbench.eval.likelihood import iter_loglikelihood
+        from histbench.core.likelihood import iter_loglikelihood
 
         by_context: dict[str, list[int]] = {}
         for n, request in enumerate(requests):

@@ -30,10 +30,11 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from histbench.core.errors import SourceError, UsageError
+from histbench.core.hashing import sha256_path
+from histbench.core.resources import Resources
+
 from .card import REDISTRIBUTION
-from .errors import SourceError, UsageError
-from .hashing import sha256_path
-from .resources import Resources
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from histbench.core.dataset import MANIFEST_NAME
+from histbench.core.errors import UsageError, ValidationError
+from histbench.core.paths import local_paths, names_this_machine
+
 from .card import GATED, REDISTRIBUTION, check_card, needs_gating
-from .errors import UsageError, ValidationError
-from .paths import local_paths, names_this_machine
 from .validate import validate_build
-from .writer import MANIFEST_NAME
 
 CONFIRM_OPTION = "--confirm-redistribution-rights"
 

@@ -22,9 +22,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.extras import require
-from histbench.builders.core.paths import folder_fingerprint
+from histbench.core.errors import EvalError
+from histbench.core.extras import require
+from histbench.core.paths import folder_fingerprint
 
 from .base import (
     GENERATE,
@@ -180,7 +180,7 @@ class VLLMBackend(Backend):
     # -- loglikelihood ------------------------------------------------------------------------------
 
     def _loglikelihood_batch(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]) -> Iterator:
-        from histbench.eval.likelihood import encode_requests
+        from histbench.core.likelihood import encode_requests
 
         self.llm  # noqa: B018 - loads the engine (a clear error without vllm)
         from vllm import SamplingParams

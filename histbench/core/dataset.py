@@ -13,7 +13,9 @@ from functools import cached_property
 from pathlib import Path
 
 from .errors import EvalError
-from .writer import MANIFEST_NAME
+
+#: the build manifest every build folder holds beside its data
+MANIFEST_NAME = "histbench.json"
 
 
 def load_build_config(

@@ -31,8 +31,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.secrets import is_secret_name, register_secret
+from histbench.core.errors import EvalError
+from histbench.core.secrets import is_secret_name, register_secret
 
 from .base import GENERATE, Backend, GenerateRequest, GenerateResult, Request, RequestFailed, Result
 
@@ -96,12 +96,12 @@ class APIBackend(Backend):
     @property
     def shown_url(self) -> str:
         """The URL as error messages show it (credentials in its query redacted)."""
-        from histbench.builders.core.secrets import redact_url
+        from histbench.core.secrets import redact_url
 
         return redact_url(self.url)
 
     def identity(self) -> dict:
-        from histbench.builders.core.secrets import redact_url
+        from histbench.core.secrets import redact_url
 
         ident = super().identity()
         ident.update({"model": self.model, "base_url": redact_url(self.base_url), "key_env": self.key_env})

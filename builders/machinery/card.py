@@ -25,7 +25,7 @@ from string import Template
 
 import yaml
 
-from .errors import BuildError
+from histbench.core.errors import BuildError
 
 # Hugging Face's size buckets, by number of rows.
 SIZE_CATEGORIES = (

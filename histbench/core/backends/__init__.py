@@ -1,12 +1,12 @@
 """Model backends: one interface over transformers (`hf`), OpenAI-compatible chat APIs (`api`)
 and vLLM (`vllm`).
 
-    from histbench.eval.backends import load_backend, GenerateRequest
+    from histbench.core.backends import load_backend, GenerateRequest
     backend = load_backend("hf:HuggingFaceTB/SmolLM2-135M-Instruct", {"dtype": "float32"})
     backend.supports            # frozenset({"generate", "loglikelihood"})
     backend.generate([GenerateRequest(messages=[{"role": "user", "content": "Hi"}])])
 
-Evaluators normally pass requests through `histbench.eval.runstore.RunStore`, which saves
+Evaluators normally pass requests through `histbench.core.runstore.RunStore`, which saves
 every answer and never asks twice. Importing this package is light (no torch): the hf and
 vllm backends import their libraries when a model is first used.
 """

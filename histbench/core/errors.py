@@ -87,4 +87,4 @@ class EvalError(HistbenchError):
 
 class MissingDependencyError(HistbenchError):
     """An optional dependency is not installed; the message names the extra that installs it
-    (see histbench.builders.core.extras)."""
+    (see histbench.core.extras)."""

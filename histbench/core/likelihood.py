@@ -53,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 from .backends.base import LoglikelihoodRequest, LoglikelihoodResult
 

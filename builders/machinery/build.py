@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from .errors import BuildError, UsageError
+from histbench.core.errors import BuildError, UsageError
+from histbench.core.progress import log
+from histbench.core.resources import Resources
+
 from .manifest import InputFile, SourceManifest, resolve_inputs
-from .progress import log
-from .resources import Resources
 from .writer import BuildOutput, utc_now, write_build
 
 DEFAULT_OUT = Path("build")
@@ -131,7 +132,7 @@ def discover_builders() -> dict[str, BenchmarkBuilder]:
 
     found: dict[str, BenchmarkBuilder] = {}
     for module in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
-        if not module.ispkg or module.name == "core" or module.name.startswith("_"):
+        if not module.ispkg or module.name == "machinery" or module.name.startswith("_"):
             continue
         package = importlib.import_module(f"histbench.builders.{module.name}")
         builder = getattr(package, "BUILDER", None)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from histbench.builders.core.errors import HistbenchError, UsageError
+from histbench.core.errors import HistbenchError, UsageError
 
 EXIT_ERROR = 2
 
@@ -85,7 +85,7 @@ def _run_push(args) -> None:
 
 
 def _run_demo(args) -> None:
-    from histbench.builders.demo import run_demo
+    from histbench.demo import run_demo
 
     index = run_demo(out_root=args.out, only=args.only)
     print(index)
@@ -143,8 +143,8 @@ def _add_export(subparsers, evaluators) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    from histbench.builders.core.build import discover_builders
-    from histbench.builders.core.writer import histbench_version
+    from histbench.builders.machinery.build import discover_builders
+    from histbench.core.version import histbench_version
     from histbench.eval.plugin import discover_evaluators
 
     builders = discover_builders()
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(error)
         return EXIT_ERROR
     except ModuleNotFoundError as exc:
-        from histbench.builders.core.extras import missing_dependency
+        from histbench.core.extras import missing_dependency
 
         error = missing_dependency(exc)
         if error is None:

@@ -37,7 +37,7 @@ class Results:
         return pd.DataFrame.from_records(self.records)
 
     def to_json(self) -> dict:
-        from histbench.builders.core.schema import to_native
+        from histbench.core.schema import to_native
 
         return to_native({"benchmark": self.benchmark, "path": str(self.path), "label": self.label,
                           "signature": self.signature, "metrics": self.metrics, "records": self.records,

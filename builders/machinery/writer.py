@@ -13,7 +13,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,23 +20,25 @@ from pathlib import Path
 
 import yaml
 
-from .card import LICENCE_FILE, licence_file, render_card
-from .errors import BuildError, HistbenchError
-from .hashing import sha256_path
-from .manifest import InputFile
-from .paths import local_paths, names_this_machine, portable_option
-from .progress import log, progress, quiet_datasets
-from .resources import Resources
-from .schema import (
+from histbench.core.dataset import MANIFEST_NAME
+from histbench.core.errors import BuildError, HistbenchError
+from histbench.core.hashing import sha256_path
+from histbench.core.paths import local_paths, names_this_machine, portable_option
+from histbench.core.progress import log, progress, quiet_datasets
+from histbench.core.resources import Resources
+from histbench.core.schema import (
     check_schema_conventions,
     records_to_table,
     schema_to_features,
     to_native,
     validate_records,
 )
-from .secrets import scrub_text
+from histbench.core.secrets import scrub_text
+from histbench.core.version import histbench_commit, histbench_version
 
-MANIFEST_NAME = "histbench.json"
+from .card import LICENCE_FILE, licence_file, render_card
+from .manifest import InputFile
+
 SHARD_BYTES = 200 * 1024 * 1024
 
 
@@ -55,34 +56,6 @@ class BuildOutput:
     summary: dict = field(default_factory=dict)
     summary_markdown: str = ""
     allow_non_finite: frozenset[str] = frozenset()
-
-
-def histbench_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("histbench")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def histbench_commit() -> str | None:
-    """The git commit of the histbench code that runs (None outside a checkout)."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    if out.returncode != 0 or not commit:
-        return None
-    dirty = subprocess.run(
-        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, timeout=5, check=False,
-    ).stdout.strip()
-    return commit + ("+dirty" if dirty else "")
 
 
 def utc_now() -> str:

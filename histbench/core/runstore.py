@@ -40,7 +40,7 @@ Decisions:
   that would hold its options and nothing else.
 - Credentials never reach the disk: the backend identity is redacted by name, and every
   line and file written is scrubbed of the credentials the backend read (see
-  histbench.builders.core.secrets).
+  histbench.core.secrets).
 """
 
 from __future__ import annotations
@@ -55,12 +55,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from histbench.builders.core.atomic import write_text_atomic
-from histbench.builders.core.errors import EvalError
-from histbench.builders.core.locks import file_lock
-from histbench.builders.core.progress import log, progress
-from histbench.builders.core.readers import read_json_object
-from histbench.builders.core.secrets import scrub_text
+from histbench.core.atomic import write_text_atomic
+from histbench.core.errors import EvalError
+from histbench.core.locks import file_lock
+from histbench.core.progress import log, progress
+from histbench.core.readers import read_json_object
+from histbench.core.secrets import scrub_text
 
 from .backends.base import Backend, Request, RequestFailed, Result, request_from_dict, result_from_dict
 
@@ -112,7 +112,7 @@ class Record:
 
 
 def _json_default(value: Any) -> Any:
-    from histbench.builders.core.schema import to_native
+    from histbench.core.schema import to_native
 
     native = to_native(value)
     if native is not value:
@@ -286,7 +286,7 @@ class RunStore:
     # -- run.json ------------------------------------------------------------------------
 
     def _write_run_json(self, new_session: dict | None, update_last: dict | None = None) -> None:
-        from histbench.builders.core.writer import histbench_commit, histbench_version
+        from histbench.core.version import histbench_commit, histbench_version
 
         info = self._read_run_json() if self.run_path.exists() else {}
         now = utc_now()
@@ -554,7 +554,7 @@ def _canonical_or_none(spec: Any) -> str | None:
     canonical_spec); None when it cannot be read as a spec."""
     if not isinstance(spec, str) or not spec:
         return None
-    from histbench.builders.core.errors import HistbenchError
+    from histbench.core.errors import HistbenchError
 
     from .backends.spec import canonical_spec
 

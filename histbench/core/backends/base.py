@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from histbench.builders.core.errors import EvalError
+from histbench.core.errors import EvalError
 
 GENERATE = "generate"
 LOGLIKELIHOOD = "loglikelihood"
@@ -121,7 +121,7 @@ BOUNDARIES = ("harness", "context-length")
 class LoglikelihoodRequest:
     """log P(continuation | context), summed over the continuation's tokens.
 
-    `boundary` says which tokens are the continuation's (histbench.eval.likelihood):
+    `boundary` says which tokens are the continuation's (histbench.core.likelihood):
     "harness" (the default, lm-evaluation-harness's convention: trailing whitespace of the
     context moves to the start of the continuation, and the continuation's tokens are those
     of context+continuation after the context's tokens) or "context-length" (the Chronologic
@@ -293,7 +293,7 @@ class Backend(ABC):
     KEY_OPTIONS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: str, target: str, options: Mapping | None = None) -> None:
-        from histbench.builders.core.secrets import register_secrets_in
+        from histbench.core.secrets import register_secrets_in
 
         from .spec import canonical_spec, display_spec
 
@@ -325,8 +325,8 @@ class Backend(ABC):
     def identity(self) -> dict:
         """What results record about the model: backend kind, spec, canonical spec, model,
         revision, options. Credentials are redacted (by name and by value, see
-        histbench.builders.core.secrets), so the identity can be written anywhere."""
-        from histbench.builders.core.secrets import redact
+        histbench.core.secrets), so the identity can be written anywhere."""
+        from histbench.core.secrets import redact
 
         return redact({
             "backend": self.kind,
@@ -404,7 +404,7 @@ class Backend(ABC):
 def register_hub_token() -> None:
     """The Hugging Face token (HF_TOKEN, or the one `hf auth login` saved) is read by
     transformers and vLLM when they download: register it, so that it is never written."""
-    from histbench.builders.core.secrets import register_secret
+    from histbench.core.secrets import register_secret
 
     try:
         from huggingface_hub import get_token

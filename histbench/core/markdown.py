@@ -1,0 +1,56 @@
+"""Numbers and Markdown tables as the build summaries, reports and the demo print them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+
+def format_number(value, digits: int = 3) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def format_ci(value: float | None, low: float | None, high: float | None, digits: int = 3, percent: bool = False) -> str:
+    """'0.512 [0.480, 0.544]' (or in percent)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    scale = 100.0 if percent else 1.0
+    text = f"{value * scale:.{digits}f}"
+    if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
+        text += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+    return text
+
+
+def _cell(value) -> str:
+    text = format_number(value) if not isinstance(value, str) else value
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: Iterable[Mapping | Sequence], columns: Sequence[str] | None = None, align: str | None = None) -> str:
+    """A GitHub-style Markdown table from dicts (or sequences with `columns`).
+
+    `align` is one character per column: 'l' or 'r' (default: left for the first
+    column, right for the others).
+    """
+    rows = list(rows)
+    if columns is None:
+        columns = list(rows[0].keys()) if rows and isinstance(rows[0], Mapping) else []
+    if not columns:
+        return ""
+    align = align or ("l" + "r" * (len(columns) - 1))
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(str(c) for c in columns) + " |", "| " + " | ".join(sep) + " |"]
+    for row in rows:
+        values = [row.get(c) for c in columns] if isinstance(row, Mapping) else list(row)
+        lines.append("| " + " | ".join(_cell(v) for v in values) + " |")
+    return "\n".join(lines)
