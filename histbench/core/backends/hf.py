@@ -89,6 +89,8 @@ class HFBackend(Backend):
         "token_budget": (2048, "loglikelihood: most rows x tokens per continuation pass (memory bound)"),
         "task": ("auto", "auto, causal or masked"),
         "trust_remote_code": (False, "allow model code from the Hub"),
+        "threads": ("auto", "CPU: torch threads; auto = the usable CPUs not busy with other work when the model loads "
+                            "(OMP_NUM_THREADS, when set, wins), or a number"),
     }
     KEY_OPTIONS = ("dtype", "max_length", "chat_template", "add_bos_token", "task")
 
@@ -111,6 +113,12 @@ class HFBackend(Backend):
         self._tokenizer = None
         self._device: str | None = None
         self._config = None
+        #: what the threads option did when the model loaded ({"threads", "why"}; CPU only)
+        self.threads_info: dict | None = None
+        if self.options["threads"] != "auto":
+            from histbench.core.threads import choose_threads
+
+            choose_threads(self.options["threads"])  # a bad value is an error now, not at load
         self.task = self._detect_task()
         self.supports = frozenset({FILL_MASK}) if self.task == "masked" else frozenset({GENERATE, LOGLIKELIHOOD})
 
@@ -229,6 +237,10 @@ class HFBackend(Backend):
             from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
             transformers.utils.logging.disable_progress_bar()
+            if self.device == "cpu":
+                from histbench.core.threads import apply_threads
+
+                self.threads_info = apply_threads(self.options["threads"])
             cls = AutoModelForMaskedLM if self.task == "masked" else AutoModelForCausalLM
             dtype = _resolve_dtype(self.options["dtype"], self.device)
             try:
