@@ -8,7 +8,8 @@ checked against histbench on the same model. One rule for every benchmark:
 - the context is exactly what the model reads when histbench asks it to generate the
   answer: the backend renders the prompt's chat messages (`Backend.render`: the model's
   chat template with its generation prompt; for a model without one, the messages'
-  contents joined by blank lines);
+  contents joined by blank lines; a served model (`api:`) needs its tokenizer for the
+  template, `--model-option tokenizer=PATH_OR_ID`, since its server applies it);
 - each option is scored as the continuation written as the prompt asks for the answer
   (e.g. {"answer": "B"}), directly after a chat template's generation prompt, or after a
   blank line when the messages were joined as plain text;
@@ -65,8 +66,9 @@ def first_argmax(values: Sequence[float]) -> int:
 def check_backend(backend) -> None:
     if "loglikelihood" not in backend.supports or not hasattr(backend, "render"):
         raise UsageError(
-            f"--mode likelihood needs a local model that gives log-likelihoods; {backend.spec!r} supports "
-            f"{', '.join(sorted(backend.supports)) or 'nothing'} (use an hf: or vllm: model)", field="--model")
+            f"--mode likelihood needs a model that gives log-likelihoods; {backend.spec!r} supports "
+            f"{', '.join(sorted(backend.supports)) or 'nothing'} (use an hf: or vllm: model, or api: on a vLLM, "
+            "SGLang or TGI server)", field="--model")
 
 
 def requests_for(items: Sequence[ChoiceItem], backend):

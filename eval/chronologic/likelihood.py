@@ -113,7 +113,8 @@ def score_with_backend(questions, template, backend, built, run_dir: Path, run_o
     if "loglikelihood" not in backend.supports:
         raise UsageError(
             f"--mode likelihood needs a model that gives log-likelihoods; {backend.spec!r} supports "
-            f"{', '.join(sorted(backend.supports)) or 'nothing'} (use an hf: or vllm: model)", field="--model",
+            f"{', '.join(sorted(backend.supports)) or 'nothing'} (use an hf: or vllm: model, or api: on a vLLM, "
+            "SGLang or TGI server)", field="--model",
         )
     requests, where = build_requests(questions, template, run_options.get("tokenisation", "authors"))
     store = RunStore.open(run_dir, backend=backend, dataset=built, options=run_options)

@@ -167,10 +167,14 @@ def test_the_key_env_name_does_not_change_request_keys(chat_server):
     assert other_model.key(request) != a.key(request)
 
 
-def test_api_backend_answers_only_generate_requests(chat_server):
+def test_likelihood_against_a_chat_only_endpoint_stops_with_one_line(chat_server):
+    """The api backend scores log-likelihoods through /completions (test_api_likelihood.py);
+    an endpoint that has none (this loopback server answers chat completions only) stops the
+    run at the first request, naming the URL."""
     from histbench.core.backends import LoglikelihoodRequest
 
-    backend = load_backend(chat_server().spec(), FAST)
-    assert backend.supports == frozenset({"generate"})
-    with pytest.raises(EvalError, match="cannot answer loglikelihood requests"):
+    server = chat_server()
+    backend = load_backend(server.spec(), FAST)
+    assert backend.supports == frozenset({"generate", "loglikelihood"})
+    with pytest.raises(EvalError, match=r"no such endpoint or model: HTTP 404 from http://127\.0\.0\.1:\d+/v1/completions"):
         backend.loglikelihood([LoglikelihoodRequest("a", " b")])

@@ -8,7 +8,8 @@ import pytest
 from histbench.cli import main
 
 
-def test_a_baseline_or_a_chat_api_cannot_be_scored_by_likelihood(sample_builds, chat_server, capsys):
+def test_a_baseline_or_a_chat_api_without_its_tokenizer_cannot_be_scored_by_likelihood(sample_builds, chat_server,
+                                                                                         capsys):
     italian, chronoculture = str(sample_builds["italian"]), str(sample_builds["chronoculture"])
     assert main(["eval", "italian", "--mode", "likelihood", "--baseline", "random", "--dataset", italian]) == 2
     assert "a baseline answers without one" in capsys.readouterr().err
@@ -16,7 +17,9 @@ def test_a_baseline_or_a_chat_api_cannot_be_scored_by_likelihood(sample_builds, 
     assert "a baseline answers without one" in capsys.readouterr().err
     server = chat_server(lambda messages: '{"answer": "A"}')
     assert main(["eval", "italian", "--mode", "likelihood", "--model", server.spec(), "--dataset", italian]) == 2
-    assert "needs a local model that gives log-likelihoods" in capsys.readouterr().err
+    # the server applies the model's chat template: scoring its prompts needs that template here
+    err = capsys.readouterr().err
+    assert "chat template" in err and "--model-option tokenizer=PATH_OR_ID" in err and len(err.strip().splitlines()) == 1
     assert server.requests == 0
 
 

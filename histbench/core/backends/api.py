@@ -1,5 +1,32 @@
-"""The `api` backend: any OpenAI-compatible chat-completions endpoint (OpenAI, a vLLM or
-llama.cpp server, OpenRouter, ...), over httpx, asynchronously, with a concurrency limit.
+"""The `api` backend: any OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, TGI or llama.cpp
+servers, OpenRouter, ...), over httpx, asynchronously, with a concurrency limit.
+
+- generate: `POST {base}/chat/completions` (chat messages; a plain prompt is sent as one
+  user message), or with `generate_endpoint=completions`, `POST {base}/completions` with
+  the prompt as text, so that base models read no chat template (messages are joined by
+  blank lines, or rendered with the local tokenizer's chat template under
+  `chat_template=always`);
+- loglikelihood: `POST {base}/completions` with `echo: true`, `logprobs: 1`, `temperature: 0`
+  and `max_tokens: 0` (1 where the server refuses 0, as vLLM does: the extra token is
+  ignored), several prompts per request (`prompts_per_request`), the options of one context
+  together and contexts in text order, so that a server's prefix cache sees shared
+  prefixes one after another. The answer is read from `choices[].logprobs` (`tokens`,
+  `token_logprobs`, `top_logprobs`, `text_offset`: the format vLLM, SGLang and TGI serve).
+  Which tokens are the continuation's:
+    * with the model's tokenizer (`tokenizer=PATH_OR_ID`): tokenised here exactly as the hf
+      backend tokenises (histbench.core.likelihood.encode_requests: either boundary, empty
+      contexts, left truncation to the window, counted) and sent as token ids, as
+      lm-evaluation-harness's local-completions does; the continuation is the token
+      positions after the context's;
+    * without it: the text is sent and the continuation's tokens are those whose text offset
+      is at or after the continuation's first character, counted from the end of the
+      echoed prompt (harness boundary: the context's trailing whitespace moves to the
+      continuation first; the Chronologic authors' boundary: the context keeps it, so a
+      first word that absorbed the space is read as context, as in their code). This equals
+      the token-count rules wherever the tokenizer does not merge across the boundary.
+  `is_greedy` says whether each continuation token was the top-1 token (top_logprobs).
+  A server that answers without prompt log-probabilities (llama.cpp's server, OpenAI's
+  chat models) stops the run with one line naming it.
 
 Retry policy (fixed before any run, the same for every request):
 
@@ -7,16 +34,16 @@ Retry policy (fixed before any run, the same for every request):
   backoff_base * 2**(attempt-1))) seconds, at least the server's Retry-After when it sends
   one): transport errors (refused or reset connections, a connection closed half-way
   through a response), timeouts, HTTP 429, HTTP 5xx, and a 200 whose body is not a
-  complete chat-completion JSON (a truncated transfer is not an answer);
+  complete chat-completion (or completion) JSON (a truncated transfer is not an answer);
 - never retried: a complete answer, whatever it says. Parsing happens later, in the run
   store, and a parse failure is stored as such;
 - a definitive refusal of one request (HTTP 400, 413, 422 and other 4xx) is recorded as a
-  failed request (`RequestFailed`) with the provider's body; the run continues;
+  failed request (`RequestFailed`) with the provider's body; the run continues (a refused
+  request of several prompts is asked again one prompt at a time, so that one prompt too
+  long for the server fails alone);
 - HTTP 401/403/404 (wrong key, wrong URL or model) and exhausted retries stop the run with
   an `EvalError`: every answer received so far is already in the run store, so a rerun
   resumes.
-
-Prompt-only requests (`GenerateRequest(prompt=...)`) are sent as one user message.
 """
 
 from __future__ import annotations
@@ -27,22 +54,74 @@ import os
 import queue
 import random
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
 from histbench.core.errors import EvalError
 from histbench.core.secrets import is_secret_name, register_secret
 
-from .base import GENERATE, Backend, GenerateRequest, GenerateResult, Request, RequestFailed, Result
+from .base import (
+    GENERATE,
+    LOGLIKELIHOOD,
+    Backend,
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    Request,
+    RequestFailed,
+    Result,
+)
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
 FATAL_STATUSES = {401: "authentication failed", 403: "access refused", 404: "no such endpoint or model"}
+GENERATE_ENDPOINTS = ("chat", "completions")
+CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", True: "always", False: "never"}
+#: options that change answers only when they are not at their default: a run made before
+#: they existed keeps its request keys
+_KEY_WHEN_SET = ("generate_endpoint", "chat_template", "tokenizer", "add_bos_token", "max_length")
 
 
 class _Fatal(Exception):
     pass
+
+
+class _Incomplete(Exception):
+    """A 200 whose body is not the complete answer (retried like a transport error)."""
+
+
+@dataclass
+class _Job:
+    """One HTTP request: the request indices it answers, its URL and body, and how to turn
+    the server's JSON into (index, result) pairs."""
+
+    indices: list[int]
+    url: str
+    body: dict
+    parse: Callable[[dict], list[tuple[int, Result | RequestFailed]]]
+    #: the same work as single-prompt jobs, asked when the server refuses this one (4xx)
+    split: Callable[[], list[_Job]] | None = None
+
+
+@dataclass
+class _Prompt:
+    """One loglikelihood prompt: token ids (tokenised here) or text (tokenised by the server)."""
+
+    index: int
+    request: LoglikelihoodRequest
+    ids: list[int] | None = None
+    n_context: int = 0
+    n_continuation: int = 0
+    text: str | None = None
+    continuation_text: str = ""
+    truncated: int = 0
+
+    @property
+    def payload(self) -> str | list[int]:
+        return self.ids if self.ids is not None else self.text  # type: ignore[return-value]
 
 
 class APIBackend(Backend):
@@ -57,6 +136,19 @@ class APIBackend(Backend):
         "max_tokens_field": ("max_tokens", "JSON field carrying max_new_tokens (max_completion_tokens for OpenAI reasoning models)"),
         "extra_body": (None, "JSON object merged into every request body, e.g. {\"reasoning_effort\": \"low\"}"),
         "headers": (None, "JSON object of extra HTTP headers"),
+        "generate_endpoint": ("chat", "generate through chat (/chat/completions: the server applies the chat template) or "
+                                      "completions (/completions with the prompt as text: base models)"),
+        "tokenizer": (None, "the model's tokenizer (local folder or Hub id): loglikelihood requests are tokenised here and "
+                            "sent as token ids (exact boundaries, empty contexts, left truncation), and chat prompts scored "
+                            "by likelihood get its chat template"),
+        "chat_template": ("auto", "what likelihood contexts and completions prompts read: auto (the tokenizer's chat template "
+                                  "where generation goes through /chat/completions), always, never (messages joined by blank lines)"),
+        "prompts_per_request": (8, "loglikelihood: prompts per /completions request (the options of a context stay together)"),
+        "echo_max_tokens": ("auto", "loglikelihood: max_tokens sent with echo: auto (0, then 1 once the server refuses 0), 0 or 1"),
+        "max_length": (None, "loglikelihood with a tokenizer: the model's window (default: the tokenizer folder's config, "
+                             "else its model_max_length, else 2048)"),
+        "add_bos_token": (None, "loglikelihood with a tokenizer: encode with special tokens: null = the tokenizer's default, true, false"),
+        "trust_remote_code": (False, "tokenizer: allow its code from the Hub"),
     }
     KEY_OPTIONS = ("max_tokens_field", "extra_body")
 
@@ -68,13 +160,30 @@ class APIBackend(Backend):
         self.key_env = env
         # the key is read when requests are sent; it is registered now, before anything is written
         register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
-        self.supports = frozenset({GENERATE})
+        self.supports = frozenset({GENERATE, LOGLIKELIHOOD})
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
             if value is not None and not isinstance(value, dict):
                 raise EvalError(f"option {name} must be a JSON object, got {value!r}", field="--model-option")
         if int(self.options["max_concurrency"]) < 1:
             raise EvalError("max_concurrency must be at least 1", field="--max-concurrency")
+        if self.options["generate_endpoint"] not in GENERATE_ENDPOINTS:
+            raise EvalError(f"generate_endpoint must be chat or completions, got {self.options['generate_endpoint']!r}",
+                            field="--model-option")
+        if self.options["chat_template"] not in CHAT_TEMPLATE_MODES:
+            raise EvalError(f"chat_template must be auto, always or never, got {self.options['chat_template']!r}",
+                            field="--model-option")
+        self.options["chat_template"] = CHAT_TEMPLATE_MODES[self.options["chat_template"]]
+        per_request = self.options["prompts_per_request"]
+        if isinstance(per_request, bool) or not isinstance(per_request, int) or per_request < 1:
+            raise EvalError(f"prompts_per_request must be a positive integer, got {per_request!r}", field="--model-option")
+        if self.options["echo_max_tokens"] not in ("auto", 0, 1):
+            raise EvalError(f"echo_max_tokens must be auto, 0 or 1, got {self.options['echo_max_tokens']!r}",
+                            field="--model-option")
+        #: max_tokens sent with echo now (auto starts at 0 and moves to 1 when the server refuses 0)
+        self.echo_max_tokens = 0 if self.options["echo_max_tokens"] == "auto" else int(self.options["echo_max_tokens"])
+        self._tokenizer = None
+        self._window: int | None = None
         #: counters over the backend's life: attempts, retries by reason, failed requests.
         self.stats: dict[str, Any] = {"attempts": 0, "retries": {}, "failed": 0}
 
@@ -85,17 +194,25 @@ class APIBackend(Backend):
         model, url, env = parse_api_target(target)
         return cls(spec, model, url, env, options)
 
-    @property
-    def url(self) -> str:
-        """The chat-completions URL (the base URL's query string, e.g. Azure's api-version, kept)."""
+    def endpoint(self, path: str) -> str:
+        """{base}/path (the base URL's query string, e.g. Azure's api-version, kept)."""
         from urllib.parse import urlsplit, urlunsplit
 
         parts = urlsplit(self.base_url)
-        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))
+
+    @property
+    def url(self) -> str:
+        """The chat-completions URL."""
+        return self.endpoint("chat/completions")
+
+    @property
+    def completions_url(self) -> str:
+        return self.endpoint("completions")
 
     @property
     def shown_url(self) -> str:
-        """The URL as error messages show it (credentials in its query redacted)."""
+        """The chat-completions URL as error messages show it (credentials in its query redacted)."""
         from histbench.core.secrets import redact_url
 
         return redact_url(self.url)
@@ -107,17 +224,105 @@ class APIBackend(Backend):
         ident.update({"model": self.model, "base_url": redact_url(self.base_url), "key_env": self.key_env})
         return ident
 
-    # -- requests ----------------------------------------------------------------------
+    def key(self, request: Request) -> str:
+        """As every backend's, plus the options that shape this kind of request when they are
+        not at their defaults (so runs made before those options existed keep their keys)."""
+        from .base import request_key
+
+        ident = self.key_identity()
+        extra: dict[str, Any] = {}
+        if request.kind == GENERATE and self.options["generate_endpoint"] == "completions":
+            extra = {"generate_endpoint": "completions", "chat_template": self.options["chat_template"]}
+            if self.options["chat_template"] == "always":
+                extra["tokenizer"] = self.options["tokenizer"]
+        elif request.kind == LOGLIKELIHOOD:
+            extra = {"tokenizer": self.options["tokenizer"]}
+            if self.options["tokenizer"]:
+                extra.update(add_bos_token=self.options["add_bos_token"], max_length=self.options["max_length"])
+        if extra:
+            ident = {**ident, "options": {**ident["options"], **extra}}
+        return request_key(ident, request)
+
+    # -- the model's tokenizer (optional) --------------------------------------------------
+
+    @property
+    def tokenizer(self):
+        """The `tokenizer` option's tokenizer (loaded once), or None without the option."""
+        name = self.options["tokenizer"]
+        if not name:
+            return None
+        if self._tokenizer is None:
+            from histbench.core.extras import require
+
+            from .base import register_hub_token
+
+            register_hub_token()
+            transformers = require("transformers", "the api backend's tokenizer option")
+            try:
+                self._tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    os.path.expanduser(str(name)), trust_remote_code=bool(self.options["trust_remote_code"]))
+            except (OSError, ValueError) as exc:
+                raise EvalError(f"cannot load the tokenizer {name!r}: {exc}", field="--model-option") from exc
+        return self._tokenizer
+
+    def window(self) -> int:
+        """The model's context window, for left truncation of tokenised requests."""
+        if self._window is None:
+            from types import SimpleNamespace
+
+            from histbench.core.likelihood import model_max_length
+
+            if self.options["max_length"]:
+                self._window = int(self.options["max_length"])
+            else:
+                config = None
+                try:
+                    from transformers import AutoConfig
+
+                    config = AutoConfig.from_pretrained(os.path.expanduser(str(self.options["tokenizer"])),
+                                                        trust_remote_code=bool(self.options["trust_remote_code"]))
+                except (OSError, ValueError):
+                    config = None  # a tokenizer-only folder: the tokenizer's own limit
+                self._window = model_max_length(SimpleNamespace(config=config), self.tokenizer)
+        return self._window
+
+    def render(self, request: GenerateRequest) -> tuple[str, bool]:
+        """The text the model reads for a generate request, and whether a chat template made
+        it: where generation goes through /chat/completions the server applies the model's
+        chat template, so scoring the same prompt by likelihood needs that template here
+        (the tokenizer option); under chat_template=never, or for /completions generation,
+        the messages' contents joined by blank lines (a base model)."""
+        mode = self.options["chat_template"]
+        chat = self.options["generate_endpoint"] == "chat"
+        messages = list(request.messages) if request.messages is not None else None
+        if not (mode == "always" or (chat and mode == "auto")):
+            if messages is None:
+                return request.prompt or "", False
+            return "\n\n".join(m["content"] for m in messages), False
+        if messages is None:
+            messages = [{"role": "user", "content": request.prompt}]
+        tokenizer = self.tokenizer
+        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+            why = "no tokenizer is given" if tokenizer is None else f"the tokenizer {self.options['tokenizer']!r} has no chat template"
+            raise EvalError(
+                f"{self.spec}: what the model reads here is its chat template, and {why}: give the model's tokenizer "
+                "(--model-option tokenizer=PATH_OR_ID), or --model-option chat_template=never to read the messages "
+                "as plain text (a base model)", field="--model-option")
+        text = tokenizer.apply_chat_template([dict(m) for m in messages], add_generation_prompt=True, tokenize=False)
+        return text, True
+
+    # -- request bodies ----------------------------------------------------------------------
 
     def body(self, request: GenerateRequest) -> dict:
-        messages = list(request.messages) if request.messages is not None else [{"role": "user", "content": request.prompt}]
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            self.options["max_tokens_field"]: request.max_new_tokens,
-            "temperature": request.temperature,
-            "top_p": request.top_p,
-        }
+        """The JSON of a generate request (chat or completions, by generate_endpoint)."""
+        body: dict[str, Any]
+        if self.options["generate_endpoint"] == "completions":
+            body = {"model": self.model, "prompt": self.render(request)[0], "max_tokens": request.max_new_tokens}
+        else:
+            messages = list(request.messages) if request.messages is not None else [{"role": "user", "content": request.prompt}]
+            body = {"model": self.model, "messages": [dict(m) for m in messages],
+                    self.options["max_tokens_field"]: request.max_new_tokens}
+        body.update({"temperature": request.temperature, "top_p": request.top_p})
         if request.stop:
             body["stop"] = list(request.stop)
         if request.seed is not None:
@@ -125,6 +330,165 @@ class APIBackend(Backend):
         body.update(self.options.get("extra_body") or {})
         body.update(request.extra or {})
         return body
+
+    def _generate_job(self, index: int, request: GenerateRequest) -> _Job:
+        completions = self.options["generate_endpoint"] == "completions"
+
+        def parse(data: dict, _body: dict) -> list[tuple[int, Result | RequestFailed]]:
+            try:
+                choice = data["choices"][0]
+                text = choice["text"] if completions else choice["message"].get("content")
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                kind = "completion" if completions else "chat completion"
+                raise _Incomplete(f"HTTP 200 without a complete {kind}: {json.dumps(data)[:300]!r}") from exc
+            return [(index, GenerateResult(text=text or "", finish_reason=choice.get("finish_reason"),
+                                           model=data.get("model"), usage=data.get("usage"), raw=data))]
+
+        return _Job([index], self.completions_url if completions else self.url, self.body(request), parse)
+
+    # -- loglikelihood -------------------------------------------------------------------------
+
+    def _prompts(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]):
+        """(prompts to send, answers known without asking): requests tokenised here with the
+        tokenizer option, else text prompts with the part that is the continuation."""
+        prompts: list[_Prompt] = []
+        known: list[tuple[int, Result | RequestFailed]] = []
+        tokenizer = self.tokenizer
+        if tokenizer is not None:
+            from histbench.core.likelihood import encode_requests
+
+            # the server feeds every prompt token and generates up to one more: the window
+            # holds context + continuation + 1
+            encoded = encode_requests(tokenizer, requests, max_length=self.window() - 2,
+                                      add_bos_token=self.options["add_bos_token"])
+            for index, request, item in zip(indices, requests, encoded, strict=True):
+                if not item.continuation:  # the authors' boundary left the answer no token of its own
+                    known.append((index, LoglikelihoodResult(logprob=0.0, n_tokens=0, is_greedy=False)))
+                    continue
+                prompts.append(_Prompt(index, request, ids=[*item.context, *item.continuation],
+                                       n_context=len(item.context), n_continuation=len(item.continuation),
+                                       truncated=item.truncated))
+            return prompts, known
+        for n, (index, request) in enumerate(zip(indices, requests, strict=True)):
+            context, continuation = request.context, request.continuation
+            if request.boundary == "harness":
+                stripped = context.rstrip()
+                context, continuation = stripped, context[len(stripped):] + continuation
+            if not context.strip():
+                raise EvalError(
+                    f"{self.spec}: a log-likelihood request with an empty (or whitespace-only) context needs the model's "
+                    "tokenizer, whose BOS token stands for the context: --model-option tokenizer=PATH_OR_ID", row=n,
+                    field="context")
+            prompts.append(_Prompt(index, request, text=context + continuation, continuation_text=continuation))
+        return prompts, known
+
+    def _loglikelihood_jobs(self, requests: Sequence[LoglikelihoodRequest], indices: Sequence[int]):
+        """Jobs of up to prompts_per_request prompts: the options of one context together,
+        contexts in text order (shared prefixes one after another)."""
+        prompts, known = self._prompts(requests, indices)
+        groups: dict[tuple, list[_Prompt]] = {}
+        for prompt in prompts:
+            key = (prompt.request.context, prompt.request.boundary)
+            groups.setdefault(key, []).append(prompt)
+        cap = int(self.options["prompts_per_request"])
+        jobs: list[_Job] = []
+        current: list[_Prompt] = []
+        for key in sorted(groups):
+            group = groups[key]
+            if current and len(current) + len(group) > cap:
+                jobs.append(self._likelihood_job(current))
+                current = []
+            for start in range(0, len(group), cap):
+                part = group[start:start + cap]
+                if current and len(current) + len(part) > cap:
+                    jobs.append(self._likelihood_job(current))
+                    current = []
+                current += part
+        if current:
+            jobs.append(self._likelihood_job(current))
+        return jobs, known
+
+    def _likelihood_job(self, prompts: list[_Prompt]) -> _Job:
+        body = {"model": self.model, "prompt": [p.payload for p in prompts], "max_tokens": 0, "echo": True,
+                "logprobs": 1, "temperature": 0.0}
+        body.update(self.options.get("extra_body") or {})
+
+        def parse(data: dict, sent: dict) -> list[tuple[int, Result | RequestFailed]]:
+            try:
+                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise _Incomplete(f"HTTP 200 without a complete completion: {json.dumps(data)[:300]!r}") from exc
+            if len(choices) != len(prompts):
+                raise _Incomplete(f"HTTP 200 with {len(choices)} choices for {len(prompts)} prompts")
+            generated = int(sent.get("max_tokens") or 0)
+            return [(p.index, self._read_likelihood(p, choice, generated)) for p, choice in zip(prompts, choices, strict=True)]
+
+        split = None
+        if len(prompts) > 1:
+            def split() -> list[_Job]:
+                return [self._likelihood_job([p]) for p in prompts]
+        return _Job([p.index for p in prompts], self.completions_url, body, parse, split=split)
+
+    def _no_logprobs(self, detail: str) -> _Fatal:
+        from histbench.core.secrets import redact_url
+
+        return _Fatal(
+            f"the server at {redact_url(self.completions_url)} answered without the prompt's log-probabilities ({detail}): "
+            f"it cannot score log-likelihoods; serve the model with vLLM, SGLang or TGI (/completions with echo and "
+            "logprobs), or score it in-process (hf: or vllm:)")
+
+    def _read_likelihood(self, prompt: _Prompt, choice: Any, generated: int) -> Result | RequestFailed:
+        logprobs = choice.get("logprobs") if isinstance(choice, Mapping) else None
+        values = logprobs.get("token_logprobs") if isinstance(logprobs, Mapping) else None
+        if not isinstance(values, list) or not values:
+            raise self._no_logprobs("choices[].logprobs.token_logprobs is missing")
+        tops = logprobs.get("top_logprobs")
+        if prompt.ids is not None:
+            n_prompt = len(prompt.ids)
+            if len(values) < n_prompt:
+                raise self._no_logprobs(f"{len(values)} token log-probabilities for a prompt of {n_prompt} tokens")
+            positions = list(range(prompt.n_context, prompt.n_context + prompt.n_continuation))
+        else:
+            tokens = logprobs.get("tokens")
+            n_prompt = len(values) - generated
+            if n_prompt < 1 or not isinstance(tokens, list) or len(tokens) < n_prompt:
+                raise self._no_logprobs(f"{len(values)} token log-probabilities, {generated} of them generated")
+            tokens = [str(t) for t in tokens[:n_prompt]]
+            offsets = logprobs.get("text_offset")
+            if not (isinstance(offsets, list) and len(offsets) >= n_prompt):
+                offsets, at = [], 0
+                for token in tokens:
+                    offsets.append(at)
+                    at += len(token)
+            end = int(offsets[n_prompt - 1]) + len(tokens[-1])
+            if not "".join(tokens).endswith(prompt.continuation_text):
+                return RequestFailed(
+                    "the server's prompt tokens do not spell out the continuation (offsets cannot be trusted, e.g. a "
+                    "character split across byte tokens); give the model's tokenizer (--model-option "
+                    "tokenizer=PATH_OR_ID) to tokenise here", raw={"tokens": tokens[-20:]})
+            boundary = end - len(prompt.continuation_text)
+            positions = [k for k in range(n_prompt) if int(offsets[k]) >= boundary]
+        if not positions:
+            if prompt.request.boundary == "context-length":
+                return LoglikelihoodResult(logprob=0.0, n_tokens=0, is_greedy=False)
+            return RequestFailed("the continuation has no tokens of its own after tokenisation (it merged into the context)")
+        picked = [values[k] for k in positions]
+        if any(v is None for v in picked):
+            return RequestFailed("the context has no token of its own before the continuation (the server gives the "
+                                 "first token no log-probability)")
+        greedy = True
+        for k, value in zip(positions, picked, strict=True):
+            top = tops[k] if isinstance(tops, list) and k < len(tops) else None
+            if not isinstance(top, Mapping) or not top:
+                greedy = False
+                break
+            if float(value) < max(float(v) for v in top.values()):
+                greedy = False
+                break
+        return LoglikelihoodResult(logprob=float(sum(float(v) for v in picked)), n_tokens=len(positions),
+                                   is_greedy=greedy, truncated=prompt.truncated)
+
+    # -- sending ---------------------------------------------------------------------------------
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
@@ -156,19 +520,26 @@ class APIBackend(Backend):
         retries = self.stats["retries"]
         retries[reason] = retries.get(reason, 0) + 1
 
-    async def _ask(self, client, headers: dict, request: GenerateRequest, state: dict) -> GenerateResult | RequestFailed | None:
-        """One request with its retries; None when the run is stopping (another request hit
-        a fatal error) and this one would need another attempt."""
+    def _refuses_zero(self, body: dict, status: int, text: str) -> bool:
+        """A 4xx to an echo request with max_tokens 0 that names max_tokens: vLLM's answer."""
+        return (body.get("echo") is True and body.get("max_tokens") == 0 and self.options["echo_max_tokens"] == "auto"
+                and 400 <= status < 500 and "max_tokens" in text.lower())
+
+    async def _ask(self, client, headers: dict, job: _Job, state: dict) -> list[tuple[int, Result | RequestFailed]] | None:
+        """One job with its retries; None when the run is stopping (another request hit a
+        fatal error) and this one would need another attempt."""
         import httpx
 
-        body = self.body(request)
         attempt = 0
         while True:
             attempt += 1
             self.stats["attempts"] += 1
             retry_after = None
+            body = dict(job.body)
+            if body.get("echo") is True:
+                body["max_tokens"] = self.echo_max_tokens
             try:
-                response = await client.post(self.url, json=body, headers=headers)
+                response = await client.post(job.url, json=body, headers=headers)
             except httpx.TimeoutException as exc:
                 reason, detail = "timeout", f"{type(exc).__name__}: {exc}"
             except httpx.TransportError as exc:
@@ -178,48 +549,66 @@ class APIBackend(Backend):
                 if status == 200:
                     try:
                         data = response.json()
-                        message = data["choices"][0]["message"]
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        reason, detail = "incomplete", f"HTTP 200 without a complete chat completion: {response.text[:300]!r}"
+                        if not isinstance(data, dict):
+                            raise _Incomplete(f"HTTP 200 whose body is not a JSON object: {response.text[:300]!r}")
+                        answers = job.parse(data, body)
+                    except ValueError:
+                        reason, detail = "incomplete", f"HTTP 200 whose body is not complete JSON: {response.text[:300]!r}"
+                    except _Incomplete as exc:
+                        reason, detail = "incomplete", str(exc)
                     else:
-                        choice = data["choices"][0]
-                        return GenerateResult(
-                            text=message.get("content") or "",
-                            finish_reason=choice.get("finish_reason"),
-                            model=data.get("model"),
-                            usage=data.get("usage"),
-                            raw=data,
-                            attempts=attempt,
-                        )
+                        for _, result in answers:
+                            result.attempts = attempt
+                        return answers
                 elif status in RETRY_STATUSES:
                     reason, detail = f"http_{status}", f"HTTP {status}: {response.text[:300]}"
                     retry_after = _retry_after(response.headers.get("Retry-After"))
                 elif status in FATAL_STATUSES:
+                    from histbench.core.secrets import redact_url
+
                     hint = f" (key from ${self.key_env or DEFAULT_KEY_ENV})" if status in (401, 403) else ""
-                    raise _Fatal(f"{FATAL_STATUSES[status]}{hint}: HTTP {status} from {self.shown_url}: {response.text[:300]}")
+                    raise _Fatal(f"{FATAL_STATUSES[status]}{hint}: HTTP {status} from {redact_url(job.url)}: {response.text[:300]}")
+                elif self._refuses_zero(body, status, response.text):
+                    self.echo_max_tokens = 1  # and ask again at once: the refusal cost nothing
+                    attempt -= 1
+                    continue
+                elif job.split is not None:  # one of its prompts may be the one refused: ask each alone
+                    answers = []
+                    for part in job.split():
+                        got = await self._ask(client, headers, part, state)
+                        if got is None:
+                            return None
+                        answers += got
+                    return answers
                 else:
-                    self.stats["failed"] += 1
                     try:
                         raw = response.json()
                     except ValueError:
                         raw = response.text
-                    return RequestFailed(f"HTTP {status}: {response.text[:500]}", raw={"status": status, "body": raw}, attempts=attempt)
+                    failures: list[tuple[int, Result | RequestFailed]] = []
+                    for index in job.indices:
+                        self.stats["failed"] += 1
+                        failures.append((index, RequestFailed(f"HTTP {status}: {response.text[:500]}",
+                                                              raw={"status": status, "body": raw}, attempts=attempt)))
+                    return failures
             if state.get("fatal") is not None:
                 return None
             if attempt > int(self.options["max_retries"]):
-                raise _Fatal(f"no answer from {self.shown_url} after {attempt} attempts; last: {detail}")
+                from histbench.core.secrets import redact_url
+
+                raise _Fatal(f"no answer from {redact_url(job.url)} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
             await asyncio.sleep(self._delay(attempt, retry_after))
 
-    async def _run(self, requests: Sequence[GenerateRequest], out: queue.Queue, stop: threading.Event) -> None:
+    async def _run(self, jobs: Sequence[_Job], out: queue.Queue, stop: threading.Event) -> None:
         import httpx
 
         headers = self._headers()
         timeout = float(self.options["timeout"])
         limit = int(self.options["max_concurrency"])
         todo: asyncio.Queue = asyncio.Queue()
-        for item in enumerate(requests):
-            todo.put_nowait(item)
+        for job in jobs:
+            todo.put_nowait(job)
         limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
         async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), limits=limits) as client:
 
@@ -230,18 +619,18 @@ class APIBackend(Backend):
             async def worker() -> None:
                 while state["fatal"] is None:
                     try:
-                        index, request = todo.get_nowait()
+                        job = todo.get_nowait()
                     except asyncio.QueueEmpty:
                         return
                     try:
-                        result = await self._ask(client, headers, request, state)
+                        answers = await self._ask(client, headers, job, state)
                     except _Fatal as exc:
                         state["fatal"] = state["fatal"] or exc
                         return
-                    if result is not None:
-                        out.put(("result", (index, result)))
+                    for answer in answers or ():
+                        out.put(("result", answer))
 
-            workers = [asyncio.create_task(worker()) for _ in range(min(limit, len(requests)))]
+            workers = [asyncio.create_task(worker()) for _ in range(min(limit, len(jobs)))]
 
             async def watch() -> None:  # the consumer went away (Ctrl-C, error): stop asking
                 while not stop.is_set():
@@ -266,12 +655,21 @@ class APIBackend(Backend):
         if not requests:
             return
         self._headers()  # a missing key is an error before anything is sent
+        jobs: list[_Job] = []
+        known: list[tuple[int, Result | RequestFailed]] = []
+        likelihood = [n for n, r in enumerate(requests) if r.kind == LOGLIKELIHOOD]
+        if likelihood:  # tokenised (or checked) before anything is sent
+            jobs, known = self._loglikelihood_jobs([requests[n] for n in likelihood], likelihood)
+        jobs = [self._generate_job(n, r) for n, r in enumerate(requests) if r.kind == GENERATE] + jobs
+        yield from known
+        if not jobs:
+            return
         out: queue.Queue = queue.Queue()
         stop = threading.Event()
 
         def runner() -> None:
             try:
-                asyncio.run(self._run(requests, out, stop))
+                asyncio.run(self._run(jobs, out, stop))
             except _Fatal as exc:
                 out.put(("error", EvalError(str(exc), field="--model")))
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
