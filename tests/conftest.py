@@ -84,6 +84,17 @@ def smollm2_path():
         pytest.skip(f"offline SmolLM2 unavailable: {exc}")
 
 
+@pytest.fixture(scope="session")
+def smollm2_hf(smollm2_path):
+    """The hf backend on the real SmolLM2-135M-Instruct (float32, CPU), its model loaded once
+    per test session and shared by every test that scores with it (never close it)."""
+    from histbench.core.backends import load_backend
+
+    backend = load_backend(f"hf:{smollm2_path}", {"dtype": "float32", "device": "cpu"})
+    backend.model  # noqa: B018 - loaded now, once
+    return backend
+
+
 @pytest.fixture
 def legends_checked(monkeypatch):
     """Every figure saved while the test runs is checked before it is written: it has a

@@ -13,10 +13,8 @@ PER_TOKEN_BOUND = 5e-5
 
 
 @pytest.fixture(scope="module")
-def smollm2(smollm2_path):
-    from histbench.core.backends import load_backend
-
-    return load_backend(f"hf:{smollm2_path}", {"dtype": "float32", "device": "cpu"})
+def smollm2(smollm2_hf):
+    return smollm2_hf
 
 
 def test_greedy_chat_answer(smollm2):
