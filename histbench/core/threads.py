@@ -17,7 +17,10 @@ generated answer). So the default is to use the cores that are free:
 `choose_threads(option)` takes an explicit number (the `threads` model option), or
 "auto"/None for the rule above; `OMP_NUM_THREADS` set in the environment wins over
 "auto" (it is the user's choice, and torch already read it). `apply_threads` sets torch's
-intra-op threads to the choice and returns what it did, for the backend's identity.
+intra-op threads to the choice and returns what it did. The load of a shared machine
+changes during a long run, so `Retuner.check()`, called between batches, measures again
+once REUSE_SECONDS have passed and resets the threads (torch's thread count belongs to
+the thread that sets it: call it from the thread that runs the model).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from collections.abc import Callable
 
 from histbench.core.errors import EvalError
 
-SAMPLE_SECONDS = 0.2
-#: a measurement is reused for this long within a process (models loaded one after another)
+SAMPLE_SECONDS = 0.5
+#: a measurement is reused for this long within a process (models loaded one after another),
+#: and a long run measures again after this long (histbench.core.threads.Retuner)
 REUSE_SECONDS = 30.0
 _last: dict[str, float] = {}
 
@@ -144,3 +148,23 @@ def apply_threads(option: int | str | None = "auto", *, fresh: bool = False) -> 
     if threads is not None and threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     return {"threads": torch.get_num_threads(), "why": why}
+
+
+class Retuner:
+    """Keeps torch's threads at the "auto" choice during a long run: `check()` between
+    batches measures again when REUSE_SECONDS have passed since the last measurement."""
+
+    def __init__(self, option: int | str | None = "auto") -> None:
+        self.option = option
+        self.last: dict | None = None
+        self._at = 0.0
+
+    def check(self, force: bool = False) -> dict | None:
+        """Apply the choice now if it is due (always the first time; `force`: measure now);
+        what was applied, or None."""
+        due = force or self.last is None or (self.option in (None, "auto") and time.monotonic() - self._at >= REUSE_SECONDS)
+        if not due:
+            return None
+        self.last = apply_threads(self.option, fresh=force or self.last is not None)
+        self._at = time.monotonic()
+        return self.last

@@ -88,3 +88,28 @@ def test_the_hf_backend_sets_torchs_threads_when_its_model_loads(tiny_causal_lm)
             load_backend(f"hf:{tiny_causal_lm}", {"threads": "many"})
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_long_run_measures_again_between_batches(monkeypatch):
+    """The load of a shared machine changes during a run: Retuner.check() measures again
+    once REUSE_SECONDS have passed, and only then."""
+    torch = pytest.importorskip("torch")
+    busy = iter([0.0, 2.0, 2.0])
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads, "busy_cpus", lambda usable: next(busy))
+    clock = [1000.0]
+    monkeypatch.setattr(threads.time, "monotonic", lambda: clock[0])
+    before = torch.get_num_threads()
+    try:
+        retuner = threads.Retuner("auto")
+        assert retuner.check()["threads"] == 2
+        clock[0] += 10
+        assert retuner.check() is None and torch.get_num_threads() == 2  # not due yet
+        clock[0] += threads.REUSE_SECONDS
+        assert retuner.check()["threads"] == 1 and torch.get_num_threads() == 1  # the machine got busy
+        fixed = threads.Retuner(2)
+        assert fixed.check()["threads"] == 2
+        clock[0] += 10 * threads.REUSE_SECONDS
+        assert fixed.check() is None  # a number is applied once
+    finally:
+        torch.set_num_threads(before)

@@ -115,7 +115,8 @@ class CompletionsServer:
         port: int = 0,
     ) -> None:
         """threads: torch threads of the worker (the thread that runs the model; torch's
-        thread count is per thread), None to leave it as it is; settable later."""
+        thread count is per thread): a number, "auto" (histbench.core.threads, measured
+        again every 30 s), or None to leave it as it is; settable later."""
         from histbench.core.likelihood import _forward_names, model_max_length
 
         self.model = model
@@ -129,6 +130,9 @@ class CompletionsServer:
         self._jobs: queue.Queue = queue.Queue()
         self._faults: list[str] = []
         self.threads = threads
+        #: the worker's last thread choice ({"threads", "why"})
+        self.threads_info: dict | None = None
+        self._retune_now = threading.Event()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests = 0
@@ -167,6 +171,10 @@ class CompletionsServer:
         with self._lock:
             self._faults += [kind] * times
 
+    def retune(self) -> None:
+        """Have the worker choose its threads again before its next batch (threads="auto")."""
+        self._retune_now.set()
+
     def start(self) -> CompletionsServer:
         for target, name in ((self._work, "completions-worker"), (self._serve, "completions-http")):
             thread = threading.Thread(target=target, name=name, daemon=True)
@@ -193,11 +201,16 @@ class CompletionsServer:
     # -- the model ------------------------------------------------------------------------
 
     def _work(self) -> None:
-        import torch
+        from histbench.core.threads import Retuner
 
+        retuner, option = None, None
         while not self._stopping.is_set():
-            if self.threads is not None and torch.get_num_threads() != self.threads:
-                torch.set_num_threads(int(self.threads))
+            if self.threads is not None:
+                if retuner is None or option != self.threads:
+                    retuner, option = Retuner(self.threads), self.threads
+                force = self._retune_now.is_set()
+                self._retune_now.clear()
+                self.threads_info = retuner.check(force=force) or self.threads_info
             try:
                 first = self._jobs.get(timeout=0.05)
             except queue.Empty:

@@ -113,8 +113,10 @@ class HFBackend(Backend):
         self._tokenizer = None
         self._device: str | None = None
         self._config = None
-        #: what the threads option did when the model loaded ({"threads", "why"}; CPU only)
+        #: what the threads option did last ({"threads", "why"}; CPU only): when the model
+        #: loaded, and again between batches of a long run (every 30 s at most)
         self.threads_info: dict | None = None
+        self._retuner = None
         if self.options["threads"] != "auto":
             from histbench.core.threads import choose_threads
 
@@ -238,9 +240,10 @@ class HFBackend(Backend):
 
             transformers.utils.logging.disable_progress_bar()
             if self.device == "cpu":
-                from histbench.core.threads import apply_threads
+                from histbench.core.threads import Retuner
 
-                self.threads_info = apply_threads(self.options["threads"])
+                self._retuner = Retuner(self.options["threads"])
+                self.threads_info = self._retuner.check()
             cls = AutoModelForMaskedLM if self.task == "masked" else AutoModelForCausalLM
             dtype = _resolve_dtype(self.options["dtype"], self.device)
             try:
@@ -253,6 +256,11 @@ class HFBackend(Backend):
     def close(self) -> None:
         self._model = None
         self._tokenizer = None
+
+    def _retune(self) -> None:
+        """Between batches: torch's threads follow the machine's load (threads=auto, CPU)."""
+        if self._retuner is not None:
+            self.threads_info = self._retuner.check() or self.threads_info
 
     # -- generate ------------------------------------------------------------------------------
 
@@ -286,6 +294,7 @@ class HFBackend(Backend):
             members.sort(key=lambda n: -len(rendered[n][0]))
             for start in range(0, len(members), self.batch_size):
                 chunk = members[start : start + self.batch_size]
+                self._retune()
                 results = self._generate_chunk([requests[n] for n in chunk], [rendered[n] for n in chunk])
                 yield [indices[n] for n in chunk], results
 
@@ -388,6 +397,7 @@ class HFBackend(Backend):
                     token_budget=int(self.options["token_budget"]),
                 ):
                     yield [indices[step[k]] for k in positions], results
+                    self._retune()  # the next batch runs when the caller asks for it
                 step = []
 
     # -- fill_mask -------------------------------------------------------------------------------
