@@ -571,6 +571,8 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
     """`histbench report <benchmark>`: the evaluator's report, written atomically into the
     folder its `report_out(args)` names (nothing staged when it names none), as a site: an
     index card, the benchmark's page, and a viewer of every run it reads (viewer/RUN/)."""
+    check_runs_dataset(evaluator, evaluator.report_runs(args), getattr(args, "dataset", None),
+                       getattr(args, "revision", None))
     out = evaluator.report_out(args)
     if out is None:
         evaluator.run_report(args)
@@ -583,6 +585,27 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
             evaluator.run_report(args)
         finally:
             _SITE.reset(token)
+
+
+def check_runs_dataset(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], dataset: str | None,
+                       revision: str | None) -> None:
+    """`histbench report --dataset BUILD`: every run must have been made on that build (the
+    data_sha256 each run records). Without --dataset nothing is checked here (a benchmark's
+    report that reads the build checks its runs against the build it opens)."""
+    if not dataset:
+        return
+    from histbench.core.dataset import BuiltDataset
+    from histbench.core.errors import EvalError
+
+    expected = BuiltDataset.open(dataset, revision=revision, benchmark=evaluator.name).identity().get("data_sha256")
+    for run_dir in run_dirs:
+        recorded = (evaluator.results(Path(run_dir)).info.get("dataset") or {}).get("data_sha256")
+        if recorded is None:
+            raise EvalError("the run records no build (data_sha256), so it cannot be checked against --dataset",
+                            file=run_dir)
+        if recorded != expected:
+            raise EvalError(f"the run was made on build data {recorded[:12]}, not on {dataset} "
+                            f"(data {str(expected)[:12]}): report runs of one build together", file=run_dir)
 
 
 def site_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path, viewer_dir: Path) -> list[SiteRun]:

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
-from histbench.eval.plugin import BenchmarkEvaluator
+from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 
@@ -56,7 +56,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
         from .run import evaluate, evaluate_likelihood
 
         if bool(args.baseline) == bool(args.model):
-            raise UsageError("give exactly one of --model SPEC and --baseline NAME")
+            raise UsageError("give exactly one of --model SPEC or --baseline NAME", field="--model")
         if args.mode == "likelihood" and args.baseline:
             raise UsageError("--mode likelihood scores a model's log-likelihoods; a baseline answers without one",
                              field="--baseline")
@@ -94,8 +94,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
         return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")
-        parser.add_argument("--out", type=Path, help="write index.md / index.html / report.json here")
+        add_report_run_arguments(parser, "italian")
 
     def run_report(self, args: argparse.Namespace) -> None:
         from histbench.eval.report import ReportSection, write_report

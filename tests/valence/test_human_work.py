@@ -170,7 +170,8 @@ def test_a_failed_valence_report_leaves_the_earlier_report(synthetic_run, annota
     from histbench.eval.valence.vocabulary import import_annotations
 
     import_annotations(synthetic_run, [annotation_sheet()])
-    args = ["report", "valence", str(synthetic_run.path), "--bootstrap", "20", "--no-vocabulary-check"]
+    args = ["report", "valence", str(synthetic_run.path), "--bootstrap", "20", "--no-vocabulary-check",
+            "--out", str(synthetic_run.path / "report")]
     assert cli.main(args) == 0
     folder = synthetic_run.path / "report"
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}

@@ -248,6 +248,8 @@ def backend_from_args(args: argparse.Namespace) -> Backend:
     backend, such as --max-concurrency for hf, are ignored)."""
     spec = getattr(args, "model", None)
     if not spec:
-        raise UsageError("no model given: pass --model SPEC (e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct)", field="--model")
+        baseline = ", or --baseline NAME for a reference run that needs no model" if hasattr(args, "baseline") else ""
+        raise UsageError(f"no model given: pass --model SPEC (e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct){baseline}",
+                         field="--model")
     kind, _ = split_spec(spec)
     return load_backend(spec, options_from_args(args, backend_class(kind).OPTIONS))
