@@ -137,20 +137,26 @@ def _operation(exc: BaseException) -> str | None:
     return None
 
 
+def os_error_words(exc: OSError) -> tuple[str | None, str]:
+    """(operation, reason) of an OSError: ('create the folder', 'Read-only file system
+    (choose a writable folder)'); the operation is None when nothing says what it was."""
+    import errno as errno_module
+
+    code = errno_module.errorcode.get(exc.errno or -1, "")
+    # a call naming two paths (os.rename, os.replace, os.link) is a move, whatever the error number
+    operation = _operation(exc) or ("move" if exc.filename2 is not None else _OPERATION_BY_ERRNO.get(code))
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    hint = _HINTS.get(code)
+    return operation, f"{reason} ({hint})" if hint else reason
+
+
 def from_os_error(exc: OSError) -> HistbenchError:
     """One line for an OSError that reached the command line: the path, the operation
     (from the traceback's innermost file-system call, else from the error number), the
     system's reason and, for a full disk, a read-only mount or a permission, what to do.
 
     `/data/out: cannot create the folder: Read-only file system (choose a writable folder)`."""
-    import errno as errno_module
-
-    code = errno_module.errorcode.get(exc.errno or -1, "")
-    operation = _operation(exc) or _OPERATION_BY_ERRNO.get(code)
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    hint = _HINTS.get(code)
-    if hint:
-        reason += f" ({hint})"
+    operation, reason = os_error_words(exc)
     if exc.filename is None:
         # a network or device error: no path to name; the reason says what failed
         what = type(exc).__name__ if not exc.strerror else ""
