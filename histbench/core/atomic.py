@@ -35,7 +35,7 @@ def _sibling(path: Path) -> Path:
 
 
 def process_alive(pid: int) -> bool:
-    """Whether a process of this id runs on this machine (POSIX; elsewhere: assumed so)."""
+    """Whether a process of this id is running (POSIX; elsewhere: assumed so)."""
     if os.name != "posix":
         return True
     try:

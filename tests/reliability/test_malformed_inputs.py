@@ -12,7 +12,13 @@ where the case says so), with no traceback and nothing written: no build folder,
 annotations stored, no run store changed. Files are damaged the way they are damaged in
 practice: truncated downloads, a wrong export encoding, a hand edit, a cell of the wrong
 type, a file of another kind under the expected name. A real encoding (a UTF-16 letter)
-is not damage: it is read (the last test).
+is not damage: it is read.
+
+Issue 26 adds what the machine does to a command (a read-only mount, a full disk, an
+unreadable file, a named pipe, a broken link, an endpoint or Hub that refuses), made in this
+process by `FaultyFiles` where a root test cannot make it for real, and what ends a
+process (SIGTERM and SIGKILL, a second build into the same folder), with real processes
+and real signals (the last tests). docs/engine.md's corpus figures are this file's.
 """
 
 from __future__ import annotations
@@ -681,9 +687,36 @@ CASES: list[Case] = [
 ]
 
 
+ISSUE_26_FAULTS = {
+    "out-is-a-file", "out-on-read-only-mount", "out-on-full-disk", "input-unreadable", "mher-registry-member-unreadable",
+    "input-is-a-fifo-wvs", "input-is-a-fifo-questions", "letters-dangling-symlink", "csv-year-in-words",
+    "sav-year-in-words", "model-url-unclosed-ipv6-bracket", "report-out-on-read-only-mount", "viewer-on-full-disk",
+    "report-viewer-on-full-disk", "api-port-refused", "push-hub-404", "push-hub-connection-refused",
+}
+
+
+#: the process faults below, one per test (parametrized ones count each parameter)
+PROCESS_FAULTS = ("sigterm-during-a-build", "sigterm-during-a-report", "sigkill-during-a-report", "two-builds-one-folder")
+
+
 def test_the_corpus_is_large_and_covers_every_format():
     assert len(CASES) >= 60
     assert len({c.id for c in CASES}) == len(CASES)
+    assert ISSUE_26_FAULTS <= {c.id for c in CASES}
+
+
+def test_the_docs_give_this_corpus_figures():
+    """docs/engine.md states how many cases this file holds, of which kind: the figures are
+    these (issue 26, point 4)."""
+    import re
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "engine.md").read_text(encoding="utf-8").split())
+    match = re.search(r"test_malformed_inputs\.py` holds (\d+) cases\. (\d+) are malformed inputs.*? (\d+) are faults "
+                      r"of the machine and the network.*? (\d+) are faults of the process", text)
+    assert match, "docs/engine.md no longer states the corpus figures"
+    total, files, machine, process = map(int, match.groups())
+    assert machine == len(ISSUE_26_FAULTS) and files == len(CASES) - machine and process == len(PROCESS_FAULTS)
+    assert total == len(CASES) + len(PROCESS_FAULTS)
     prefixes = {c.id.split("-")[0] for c in CASES}
     assert prefixes >= {"sav", "dta", "csv", "registry", "countries", "jsonl", "json", "tsv", "mher", "tei", "conllu",
                         "turtle", "rdfxml", "ntriples", "authors", "sentences", "sheet", "records"}
