@@ -51,7 +51,6 @@ class RepoState:
 
     private: bool
     gated: str | bool = False   # False, "auto" or "manual"
-    existed: bool = True        # it existed before this push
 
     @property
     def words(self) -> str:
@@ -271,8 +270,7 @@ def upload(plan: PushPlan, public: bool = False, confirm_redistribution: bool = 
         )
     with _hub_errors(plan.repo_id, f"tagging the uploaded commit {commit.oid} as {plan.tag}"):
         api.create_tag(plan.repo_id, tag=plan.tag, repo_type="dataset", revision=commit.oid, exist_ok=True)
-    after = repo_state(api, plan.repo_id)
-    plan.after = RepoState(after.private, after.gated, existed=state is not None) if after else None
+    plan.after = repo_state(api, plan.repo_id)
     return commit.commit_url
 
 
