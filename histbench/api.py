@@ -97,9 +97,11 @@ def push(path: PathOrStr, repo_id: str, *, public: bool = False, confirm_redistr
 
     Private unless public=True; a public upload of a build whose sources forbid
     redistribution (or do not say) needs confirm_redistribution_rights=True and is gated.
-    Returns the PushPlan (files, visibility, what the sources' terms say: `plan.describe()`),
-    with `plan.url` the commit's address after an upload (None for dry_run=True: nothing is
-    sent)."""
+    A repository that exists already is read first: a public or ungated one is refused
+    unless public=True (and, for restricted terms, confirm_redistribution_rights=True); a
+    private one stays private. Returns the PushPlan (files, visibility, what the sources'
+    terms say: `plan.describe()`), with `plan.url` the commit's address and `plan.after`
+    what the repository is once uploaded (both None for dry_run=True: no Hub is asked)."""
     from histbench.builders.machinery.hub import push_build
     from histbench.options import PUSH
 

@@ -155,20 +155,26 @@ def _commands(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _print_error(error: HistbenchError) -> None:
-    print(f"histbench: error: {error}", file=sys.stderr)
+    from histbench.core.secrets import redact
+
+    # a URL's user part and secret query values, and every credential this process read, never reach stderr
+    print(redact(f"histbench: error: {error}"), file=sys.stderr)
     for line in error.details:
-        print(f"  - {line}", file=sys.stderr)
+        print(redact(f"  - {line}"), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from histbench.core.signals import Terminated, signals_as_interrupts
+
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = make_parser()
-        if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
-            raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
-                             f"({', '.join(_commands(parser))}; see --help)")
-        args = parser.parse_args(argv)
-        args.func(args)
+        with signals_as_interrupts():   # SIGTERM/SIGHUP end the command as Ctrl-C does: staging removed
+            parser = make_parser()
+            if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+                raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
+                                 f"({', '.join(_commands(parser))}; see --help)")
+            args = parser.parse_args(argv)
+            args.func(args)
     except HistbenchError as error:
         _print_error(error)
         return EXIT_ERROR
@@ -180,6 +186,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _print_error(error)
         return EXIT_ERROR
+    except OSError as exc:   # a file the system refused (permission, read-only, disk full ...): one line
+        from histbench.core.errors import from_os_error
+
+        _print_error(from_os_error(exc))
+        return EXIT_ERROR
+    except Terminated as stop:
+        print(f"histbench: stopped by {stop.name} (completed work is kept; rerun to resume)", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("histbench: interrupted (completed work is kept; rerun to resume)", file=sys.stderr)
         return 130

@@ -3,6 +3,7 @@ alike; it imports neither `histbench.builders` nor `histbench.eval`.
 
 - errors (`errors`), optional dependencies and their extras (`extras`), progress and log
   lines (`progress`), atomic files and folders (`atomic`), inter-process locks (`locks`),
+  signals that end a command as Ctrl-C does (`signals`),
   credential scrubbing (`secrets`), line-numbered JSON readers (`readers`), shipped files
   (`resources`), hashing and local-path checks (`hashing`, `paths`), schemas and their
   Arrow features (`schema`), Markdown tables (`markdown`), the running release (`version`);
