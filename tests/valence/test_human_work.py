@@ -8,8 +8,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
 from histbench import cli
 
 from .conftest import SENTENCES, write_csv
