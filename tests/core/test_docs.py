@@ -184,3 +184,83 @@ def test_nothing_describes_the_project_s_own_machine_or_its_private_files():
             if forbidden.search(line):
                 found.append(f"{path}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+# The benchmark pages whose decisions are one table (issue 28); italian and chronoculture join
+# when their tables land.
+DECISION_PAGES = ("chronologic", "mher", "valence")
+DECISION_HEADER = ["decision", "paper", "authors' code", "histbench", "option"]
+PAPER_FILES = {"chronologic": "000_", "chronoculture": "001_", "mher": "002_", "italian": "003_", "valence": "004_"}
+
+
+def _decision_rows(name: str) -> list[list[str]]:
+    text = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## Decisions\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert len(sections) == 1, f"docs/{name}.md: one '## Decisions' section"
+    tables = re.findall(r"((?:^\|.*\|\n)+)", sections[0], re.M)
+    assert len(tables) == 1, f"docs/{name}.md: one table under '## Decisions'"
+    lines = tables[0].strip().splitlines()
+    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])] for line in lines]
+    assert rows[0] == DECISION_HEADER, rows[0]
+    assert all(set(cell) <= set("-: ") for cell in rows[1])
+    return rows[2:]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", unicodedata.normalize("NFKC", text).replace("’", "'").lower())
+
+
+def _shingles(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+@pytest.mark.parametrize("name", DECISION_PAGES)
+def test_each_benchmark_page_has_one_decision_table(name):
+    """A reviewer checks fidelity in one place: a row per decision, each with the paper's rule,
+    the authors' code (or that none is known), what histbench does and the option that changes
+    it ("none" when fixed)."""
+    rows = _decision_rows(name)
+    assert len(rows) >= 10, len(rows)
+    decisions = [row[0] for row in rows]
+    assert len(set(decisions)) == len(decisions), "a decision named twice"
+    for row in rows:
+        assert len(row) == len(DECISION_HEADER) and all(row), row
+        assert row[4] == "none" or row[4].startswith("none") or "`" in row[4], f"option of {row[0]!r}: {row[4]}"
+        options = re.findall(r"--[a-z][a-z0-9-]+", row[4])
+        for option in options:   # every option named is one histbench has
+            assert _option_exists(option), f"{name}: {row[0]}: no option {option}"
+    if name in ("mher", "valence"):   # the authors published no code
+        assert {row[2] for row in rows} == {"none known"}
+
+
+def _option_exists(option: str) -> bool:
+    """An option some parser declares, or a raw-input role of a source manifest (`build
+    BENCHMARK --ROLE FILE`)."""
+    import yaml
+
+    pattern = re.compile(rf"[\"']{re.escape(option)}[\"'=]")
+    if any(pattern.search(path.read_text(encoding="utf-8"))
+           for folder in ("histbench", "builders", "eval") for path in (REPO / folder).rglob("*.py")):
+        return True
+    roles = {role for manifest in (REPO / "sources").glob("*/manifest.yaml")
+             for role in yaml.safe_load(manifest.read_text(encoding="utf-8")).get("inputs", {})}
+    return option[2:].replace("-", "_") in roles
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the papers' texts are only in the project workspace")
+@pytest.mark.parametrize("name", DECISION_PAGES)
+def test_the_decision_pages_paraphrase_and_never_quote_their_paper(name):
+    """The paper column says the paper's rule in our words: no six words in a row of it are the
+    paper's, and no eight in a row anywhere on the page outside its title, citation and code."""
+    (paper,) = SEEDS.glob(f"{PAPER_FILES[name]}*.txt")
+    source = _words(paper.read_text(encoding="utf-8"))
+    six, eight = _shingles(source, 6), _shingles(source, 8)
+    quoted = [" ".join(s) for row in _decision_rows(name) for s in _shingles(_words(row[1]), 6) & six]
+    assert not quoted, quoted
+    text = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8").split("\n## Citing", 1)[0]
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    (entry,) = _bibtex(REPO / "docs" / f"{name}.md")
+    title = " ".join(_words(_field(entry, "title").replace("{", "").replace("}", "")))
+    text = " ".join(_words(text)).replace(title, " ")
+    quoted = [" ".join(s) for s in _shingles(text.split(), 8) & eight]
+    assert not quoted, quoted
