@@ -165,3 +165,45 @@ def test_no_page_of_a_site_or_its_viewers_holds_an_absolute_local_path(which, si
         if path.is_file() and path.suffix in (".html", ".md", ".json", ".js", ".jsonl", ".csv"):
             found += [f"{path.relative_to(site)}: {hit}" for hit in ABSOLUTE.findall(path.read_text(encoding="utf-8"))]
     assert not found, "\n".join(found[:20])
+
+
+def test_the_two_briers_are_named_apart(browser, sites):
+    """Chronologic-EN: the card quotes Table 3's calibrated Brier, the viewer scores each
+    question by its softmax Brier; one word for both read as one number."""
+    site = sites["chronologic"]
+    open_page(browser, file_url(site / "index.html"))
+    card = browser.find_element(By.CSS_SELECTOR, "#card-chronologic").text
+    assert "calibrated Brier (Table 3" in card and "softmax" not in card
+    open_page(browser, file_url(next((site / "viewer").glob("*/index.html"))))
+    wait_ready(browser)
+    assert "softmax Brier" in browser.find_element(By.ID, "notes").text
+    scores = [row.find_elements(By.TAG_NAME, "td")[6].text for row in visible_rows(browser)]
+    assert scores and all(re.fullmatch(r"softmax Brier \d\.\d{3}", s) for s in scores), scores[:3]
+    assert console_errors(browser) == []
+
+
+def test_the_demo_names_its_model_one_way_on_every_card(monkeypatch, tmp_path):
+    """No browser (the real demo scores SmolLM2 for minutes): every benchmark's demo labels
+    its SmolLM2 run with the model's name, never the spec (the index said "offline:smollm2"
+    on one card and "SmolLM2-135M-Instruct" on the others)."""
+    from histbench.core.backends.offline import SMOLLM2_NAME
+    from histbench.eval import demo_model
+    from histbench.eval.chronoculture import reporting_cli
+    from histbench.eval.chronologic import demo as chronologic_demo
+    from histbench.eval.italian import report as italian_report
+
+    asked = []
+    monkeypatch.setattr(demo_model, "score_with_demo_model",
+                        lambda benchmark, label, spec, options, score: asked.append((label, spec)) or "not scored")
+    monkeypatch.setattr(chronologic_demo, "accuracy_figure", lambda results, path: path)
+
+    class Built:   # the random baseline needs a build; the model is never asked
+        pass
+
+    monkeypatch.setattr("histbench.eval.chronologic.likelihood.evaluate", lambda *a, **k: {"label": "random choice",
+                        "metrics": {}, "signature": {"text": ""}})
+    monkeypatch.setattr("histbench.eval.chronologic.report.likelihood_markdown", lambda results: "")
+    chronologic_demo.run_demo(Built(), tmp_path, tmp_path)
+    labels = [asked[0][0], italian_report.DEMO_LABEL, reporting_cli.DEMO_LABEL]
+    assert asked[0][1] == demo_model.DEMO_MODEL == "offline:smollm2"
+    assert all(label.startswith(SMOLLM2_NAME) and ":" not in label for label in labels), labels
