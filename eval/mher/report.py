@@ -480,8 +480,9 @@ def run_report(args: argparse.Namespace) -> None:
     sections, data = build_sections(bench, runs, out, args.resamples, args.seed, args.thinning, args.split,
                                     family=args.bonferroni_family, family_size=args.bonferroni_tests,
                                     cluster_estimator=args.cluster_bootstrap, error_codes=args.error_codes)
-    sections.append(ReportSection("Data", f"Dataset `{built.path}` (data sha256 `{bench.identity.get('data_sha256')}`); "
-                                  f"runs: {', '.join(f'`{r.path}`' for r in runs)}.", data=data))
+    # folders by name: the page is shared, their place on this disk is not (report.json has them relative)
+    sections.append(ReportSection("Data", f"Dataset `{Path(built.path).name}` (data sha256 `{bench.identity.get('data_sha256')}`); "
+                                  f"runs: {', '.join(f'`{Path(r.path).name}`' for r in runs)}.", data=data))
     index = write_report(sections, out, "MHER report")
     log(f"[mher] report: {index}")
     print(index)

@@ -199,9 +199,11 @@ def load_backend(spec: str, options: Mapping | None = None) -> Backend:
         if target.lower() not in ("smollm2", "smollm2-135m-instruct"):
             raise UsageError(f"unknown offline model {target!r} (known: smollm2)", field="--model")
         from .hf import HFBackend
-        from .offline import smollm2_path, smollm2_revision
+        from .offline import SMOLLM2_NAME, smollm2_path, smollm2_revision
 
-        return HFBackend(spec, str(smollm2_path()), options, revision=smollm2_revision())
+        backend = HFBackend(spec, str(smollm2_path()), options, revision=smollm2_revision())
+        backend.model_name = SMOLLM2_NAME   # not the cache folder it was converted into
+        return backend
     cls = backend_class(kind)
     return cls.from_spec(spec, target, options)  # type: ignore[attr-defined]
 
