@@ -44,6 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from histbench.core import sheets
 from histbench.core.atomic import atomic_path
 from histbench.core.errors import SourceError, UsageError
 
@@ -114,19 +115,13 @@ class Reviews:
         return self.items.get(key)
 
 
-def _read_table(path: Path):
-    from histbench.builders.valence.tables import read_table
-
-    return read_table(path)
-
-
 def read_reviews(path: Path) -> Reviews:
     """Check a filled sheet (module doc); every problem names the file and row, the first
     20 are listed, and nothing is applied when any row is wrong."""
     path = Path(path)
     if not path.is_file():
         raise SourceError("no such review sheet", file=path, field="--reviews")
-    columns, rows = _read_table(path)
+    columns, rows = sheets.read_table(path)
     missing = [c for c in ("item_key", "role", "candidate", "decision") if c not in columns]
     if missing:
         raise SourceError(f"not a WSD review sheet: missing column(s) {', '.join(missing)} "
@@ -235,18 +230,13 @@ def read_reviews(path: Path) -> Reviews:
 # ----------------------------------------------------------------------------- export
 
 
+SHEET_KEYS = ({"item_key"}, {"candidate"})
+
+
 def filled_rows(path: Path) -> int | None:
     """How many rows of an existing file hold a reviewer's cell; None when it is not a
     review sheet (unreadable, or without the sheet's item_key and candidate columns)."""
-    from histbench.core.errors import HistbenchError
-
-    try:
-        columns, rows = _read_table(path)
-    except (HistbenchError, OSError):
-        return None
-    if not {"item_key", "candidate"} <= set(columns):
-        return None
-    return sum(1 for r in rows if any(r.get(c) for c in FILLED))
+    return sheets.filled_rows(path, SHEET_KEYS, FILLED)
 
 
 def check_sheet_writable(out: Path) -> None:
@@ -254,18 +244,8 @@ def check_sheet_writable(out: Path) -> None:
     suffix = out.suffix.lower().lstrip(".")
     if suffix not in SUFFIXES:
         raise UsageError(f"--out must end in .csv, .tsv or .jsonl, got {out.name!r}", field="--out")
-    if not out.exists():
-        return
-    if not out.is_file():
-        raise UsageError("--out names a folder, not a sheet file", file=out, field="--out")
-    filled = filled_rows(out)
-    if filled is None:
-        raise UsageError("the file exists and is not a blank review sheet; it is never overwritten: choose another --out",
-                         file=out, field="--out")
-    if filled:
-        raise UsageError(f"the sheet exists and {filled} of its rows hold a reviewer's decisions; a sheet is never "
-                         "overwritten: rebuild with `--reviews` on it, then export to a new --out file",
-                         file=out, field="--out")
+    sheets.check_sheet_writable(out, SHEET_KEYS, FILLED, kind="review", held="a reviewer's decisions",
+          advice="rebuild with `--reviews` on it, then export to a new --out file")
 
 
 def _explanations(row: dict) -> str:
