@@ -118,7 +118,7 @@ def test_a_build_with_a_chat_model_writes_no_credential(chat_server, tmp_path, m
         if '"suitable"' in user:
             return '{"suitable": true, "reason": "gloss"}'
         if '"distractors"' in user:
-            return json.dumps({"distractors": ["senso figurato", "luogo", "strumento", "modo di camminare", "tessuto"]})
+            return json.dumps({"distractors": ["senso figurato", "luogo", "strumento", "modo di camminare lento e pesante", "tessuto"]})
         return '{"answer": "significato sintetico"}'
 
     monkeypatch.setenv("HB_BUILD_KEY", "sk-build-1122334455")
