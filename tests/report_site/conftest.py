@@ -96,5 +96,46 @@ def sites(sample_runs):
     return folders
 
 
+@pytest.fixture(scope="session")
+def mher_site(tmp_path_factory):
+    """`histbench report mher` of the sample build's 16 Table 2 baselines, the embedding
+    model behind a loopback /embeddings endpoint (so both embedding rows are there): the
+    report folder. (A reference system's run, for Tables 3-7, would double its 15 s.)"""
+    from histbench.core.backends.loopback import LoopbackChatServer
+
+    root = tmp_path_factory.mktemp("mher-site")
+    assert main(["build", "mher", "--sample", "--out", str(root / "build")]) == 0
+    server = LoopbackChatServer(None).start()
+    try:
+        assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(root / "build" / "mher-1.0.0"),
+                     "--out", str(root / "baselines"), "--embedding-model", f"api:text-embedding-3-small@{server.base_url}"]) == 0
+    finally:
+        server.stop()
+    out = root / "report"
+    assert main(["report", "mher", str(root / "baselines"), "--out", str(out), "--resamples", "200", "--thinning", "20"]) == 0
+    return out
+
+
 def file_url(path: Path, fragment: str = "") -> str:
     return Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
+
+
+def open_page(driver, url: str) -> None:
+    """A fresh load of `url` (about:blank first, so a fragment-only change reloads), the
+    console log drained."""
+    driver.get("about:blank")
+    console_errors(driver)
+    driver.get(url)
+
+
+def wait_ready(driver, timeout: float = 20.0) -> None:
+    """Until the viewer shows its first rows."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+
+
+def visible_rows(driver) -> list:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, "#rows tr.item")

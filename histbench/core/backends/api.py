@@ -44,6 +44,9 @@ Retry policy (fixed before any run, the same for every request):
 - HTTP 401/403/404 (wrong key, wrong URL or model) and exhausted retries stop the run with
   an `EvalError`: every answer received so far is already in the run store, so a rerun
   resumes.
+
+Each retry is said on stderr as it happens ("retrying (3/6) after connection refused ..."),
+once for all the requests in flight that retry for the same reason at the same attempt.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from datetime import UTC
 from typing import Any
 
 from histbench.core.errors import EvalError
-from histbench.core.secrets import is_secret_name, register_secret
+from histbench.core.secrets import is_secret_name, redact_http_logs, register_secret
 
 from .base import (
     GENERATE,
@@ -83,6 +86,8 @@ CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", Tru
 #: options that change answers only when they are not at their default: a run made before
 #: they existed keeps its request keys
 _KEY_WHEN_SET = ("generate_endpoint", "chat_template", "tokenizer", "add_bos_token", "max_length")
+#: seconds after which the same retry line is said again
+RETRY_LINE_EVERY_S = 10.0
 
 
 class _Fatal(Exception):
@@ -160,6 +165,7 @@ class APIBackend(Backend):
         self.key_env = env
         # the key is read when requests are sent; it is registered now, before anything is written
         register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
+        redact_http_logs()   # httpx logs each request's URL (with its user part and query) at INFO
         self.supports = frozenset({GENERATE, LOGLIKELIHOOD})
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
@@ -186,6 +192,7 @@ class APIBackend(Backend):
         self._window: int | None = None
         #: counters over the backend's life: attempts, retries by reason, failed requests.
         self.stats: dict[str, Any] = {"attempts": 0, "retries": {}, "failed": 0}
+        self._said: dict[tuple[int, str], float] = {}   # (attempt, reason) -> when its retry line was said
 
     @classmethod
     def from_spec(cls, spec: str, target: str, options: Mapping) -> APIBackend:
@@ -525,6 +532,21 @@ class APIBackend(Backend):
         return (body.get("echo") is True and body.get("max_tokens") == 0 and self.options["echo_max_tokens"] == "auto"
                 and 400 <= status < 500 and "max_tokens" in text.lower())
 
+    def _say_retry(self, url: str, attempt: int, reason: str, detail: str, delay: float) -> None:
+        """One stderr line per (attempt, reason) while it repeats (the requests in flight
+        retry together), again after RETRY_LINE_EVERY_S seconds."""
+        import time
+
+        from histbench.core.progress import log
+        from histbench.core.secrets import redact_url
+
+        said, now = (attempt, reason), time.monotonic()
+        if now - self._said.get(said, -RETRY_LINE_EVERY_S) < RETRY_LINE_EVERY_S:
+            return
+        self._said[said] = now
+        log(f"histbench: {redact_url(url)}: retrying ({attempt}/{int(self.options['max_retries'])}) after "
+            f"{_retry_reason(reason, detail)}; next attempt in {delay:.1f} s")
+
     async def _ask(self, client, headers: dict, job: _Job, state: dict) -> list[tuple[int, Result | RequestFailed]] | None:
         """One job with its retries; None when the run is stopping (another request hit a
         fatal error) and this one would need another attempt."""
@@ -543,7 +565,7 @@ class APIBackend(Backend):
             except httpx.TimeoutException as exc:
                 reason, detail = "timeout", f"{type(exc).__name__}: {exc}"
             except httpx.TransportError as exc:
-                reason, detail = "transport", f"{type(exc).__name__}: {exc}"
+                reason, detail = "transport", f"{type(exc).__name__}: {exc}{_system_cause(exc)}"
             else:
                 status = response.status_code
                 if status == 200:
@@ -598,7 +620,9 @@ class APIBackend(Backend):
 
                 raise _Fatal(f"no answer from {redact_url(job.url)} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
-            await asyncio.sleep(self._delay(attempt, retry_after))
+            delay = self._delay(attempt, retry_after)
+            self._say_retry(job.url, attempt, reason, detail, delay)
+            await asyncio.sleep(delay)
 
     async def _run(self, jobs: Sequence[_Job], out: queue.Queue, stop: threading.Event) -> None:
         import httpx
@@ -690,6 +714,41 @@ class APIBackend(Backend):
         finally:
             stop.set()
             thread.join(timeout=10)
+
+
+def _system_cause(exc: BaseException) -> str:
+    """The operating system's reason behind a transport error, as ' (connection refused)':
+    httpx says only 'All connection attempts failed'."""
+    import errno
+    import socket
+
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return " (the host name could not be resolved)"
+        if isinstance(seen, OSError) and seen.errno in (errno.ECONNREFUSED, errno.ECONNRESET, errno.ENETUNREACH,
+                                                        errno.EHOSTUNREACH, errno.ETIMEDOUT):
+            return f" ({os.strerror(seen.errno).lower()})"
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
+def _retry_reason(reason: str, detail: str) -> str:
+    """What a retry answers, in words: 'connection refused', 'HTTP 429', 'a timeout' ..."""
+    text = detail.lower()
+    if reason == "transport":
+        for words in ("connection refused", "connection reset by peer", "the host name could not be resolved",
+                      "no route to host", "network is unreachable", "connection timed out"):
+            if words in text:
+                return words
+        if "remoteprotocolerror" in text or "incomplete" in text or "peer closed" in text:
+            return "the connection closed mid-answer"
+        return f"a network error ({detail.split(':', 1)[0]})"
+    if reason == "timeout":
+        return "a timeout"
+    if reason == "incomplete":
+        return "an incomplete answer"
+    return reason.replace("http_", "HTTP ")
 
 
 def _retry_after(value: str | None) -> float | None:
