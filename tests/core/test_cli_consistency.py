@@ -64,19 +64,24 @@ def test_no_help_text_sends_the_reader_to_the_readme():
         assert not [t for t in texts if re.search(r"(?<![/\w])README\b(?!\.md)", t)], parser.prog
 
 
-@pytest.fixture
-def sample_builds(tmp_path_factory):
-    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
-    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has."""
+def _build_samples(root: Path) -> None:
     import histbench
     from histbench.builders.machinery.build import get_builder
 
-    root = tmp_path_factory.mktemp("work")
     for name in ("chronoculture", "chronologic", "mher", "valence"):
         histbench.build(name, sample=True, out=root / "build")
     cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
     histbench.build("italian", cavalcanti=cavalcanti, out=root / "build")
-    return root
+
+
+@pytest.fixture
+def sample_builds(run_cache, tmp_path_factory):
+    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
+    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has:
+    built once per test run, copied for each test."""
+    import shutil
+
+    return Path(shutil.copytree(run_cache("cli-consistency-builds", _build_samples), tmp_path_factory.mktemp("work") / "w"))
 
 
 def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monkeypatch):

@@ -66,14 +66,13 @@ def console_errors(driver) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def sample_runs(tmp_path_factory):
-    """Sample builds of chronologic and italian and their no-model baseline runs."""
+def sample_runs(tmp_path_factory, built_sample):
+    """Sample builds of chronologic and italian (`histbench build NAME --sample`) and their
+    no-model baseline runs."""
     root = tmp_path_factory.mktemp("site-runs")
     out = {}
-    assert main(["build", "chronologic", "--sample", "--out", str(root / "build")]) == 0
-    assert main(["build", "italian", "--sample", "--out", str(root / "build")]) == 0
-    chronologic = root / "build" / "chronologic-1.0.0"
-    italian = root / "build" / "italian-1.0.0"
+    chronologic = built_sample("chronologic")
+    italian = built_sample("italian")
     assert main(["eval", "chronologic", "--dataset", str(chronologic), "--baseline", "random", "--bootstrap", "200",
                  "--out", str(root / "runs" / "chronologic-random")]) == 0
     assert main(["eval", "italian", "--dataset", str(italian), "--baseline", "random", "--baseline", "first",

@@ -50,10 +50,9 @@ def test_italian_items_match_the_scored_accuracy(sample_runs):
     assert ranking and {i["outcome"] for i in ranking} == {"unscored"} and {i["group"] for i in ranking} >= {"poetry"}
 
 
-def test_mher_items_match_table_accuracy(tmp_path):
-    assert main(["build", "mher", "--sample", "--out", str(tmp_path / "build")]) == 0
+def test_mher_items_match_table_accuracy(built_sample, tmp_path):
     out = tmp_path / "runs" / "lexical"
-    assert main(["eval", "mher", "--dataset", str(tmp_path / "build" / "mher-1.0.0"), "--baseline", "table2",
+    assert main(["eval", "mher", "--dataset", str(built_sample("mher")), "--baseline", "table2",
                  "--out", str(out)]) == 0
     evaluator, run = viewer_run(out)
     results = evaluator.results(out)
