@@ -1,5 +1,6 @@
-"""Test-wide settings: never touch the network or the user's caches; set-up shared by
-every test (and every pytest-xdist worker) of one run (run_cache)."""
+"""Test-wide settings: never touch the network or the user's caches; under pytest-xdist,
+each worker's share of the CPUs, the slow tests sent first, and set-up shared by the
+workers of one run (run_cache)."""
 
 import hashlib
 import json
@@ -14,6 +15,33 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HISTBENCH_PROGRESS"] = "0"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Under pytest-xdist (`make test` runs `-n` with one worker per usable CPU), each worker's
+# torch, OpenMP and BLAS thread pools get its share of the CPUs: two workers of two threads
+# each on two cores wait on each other's spinning threads (a model test ran several times
+# slower so). Subprocesses inherit the variables. Set here, before anything imports numpy
+# or torch; a value you set yourself is kept.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _threads = str(max(1, usable_cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, _threads)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the tests marked slow are collected first (in their order), so
+    that the workers start on them and the run does not end waiting for one long test
+    that was handed out last. A serial run keeps pytest's order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
