@@ -65,19 +65,24 @@ def test_no_help_text_sends_the_reader_to_the_readme():
         assert not [t for t in texts if re.search(r"(?<![/\w])README\b(?!\.md)", t)], parser.prog
 
 
-@pytest.fixture
-def sample_builds(tmp_path_factory):
-    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
-    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has."""
+def _build_samples(root: Path) -> None:
     import histbench
     from histbench.builders.machinery.build import get_builder
 
-    root = tmp_path_factory.mktemp("work")
     for name in ("chronoculture", "chronologic", "mher", "valence"):
         histbench.build(name, sample=True, out=root / "build")
     cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
     histbench.build("italian", cavalcanti=cavalcanti, out=root / "build")
-    return root
+
+
+@pytest.fixture
+def sample_builds(run_cache, tmp_path_factory):
+    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
+    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has:
+    built once per test run, copied for each test."""
+    import shutil
+
+    return Path(shutil.copytree(run_cache("cli-consistency-builds", _build_samples), tmp_path_factory.mktemp("work") / "w"))
 
 
 def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monkeypatch):
@@ -85,7 +90,8 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
     assert main(["eval", "chronoculture", "--baseline", "uniform", "--out", "runs/cc"]) == 0
     assert main(["eval", "italian", "--baseline", "random", "--out", "runs/it"]) == 0
     assert main(["eval", "mher", "--baseline", "table2", "--out", "runs/mh"]) == 0
-    assert main(["eval", "chronologic", "--baseline", "random", "--out", "runs/cl"]) == 0
+    # (chronologic's bootstrap cut to 50 resamples here: it takes ~25 s CPU at the default 1,000)
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--out", "runs/cl"]) == 0
     for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "results.json")):
         info = json.loads((sample_builds / "runs" / run / file).read_text())
         assert Path(info["dataset"]["path"]).resolve().parent == (sample_builds / "build").resolve(), run
@@ -96,7 +102,7 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
 
 @pytest.mark.parametrize("name, words", [
     ("chronoculture", ["--baseline", "uniform"]),
-    ("chronologic", ["--baseline", "random"]),
+    ("chronologic", ["--baseline", "random", "--bootstrap", "50"]),
     ("italian", ["--baseline", "random"]),
     ("mher", ["--baseline", "table2"]),
     ("valence", ["--model", "hf:/nonexistent/masked-lm"]),
@@ -132,7 +138,8 @@ def test_a_repeated_baseline_is_one_run_each_named_by_its_baseline(sample_builds
 
 def test_label_names_the_run_in_every_evaluator(sample_builds, monkeypatch):
     monkeypatch.chdir(sample_builds)
-    assert main(["eval", "chronologic", "--baseline", "random", "--label", "coin", "--out", "runs/coin"]) == 0
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--label", "coin",
+                 "--out", "runs/coin"]) == 0
     assert json.loads(Path("runs/coin/results.json").read_text())["label"] == "coin"
     assert main(["eval", "italian", "--baseline", "random", "--label", "dice", "--out", "runs/dice"]) == 0
     assert json.loads(Path("runs/dice/results.json").read_text())["model"] == "dice"

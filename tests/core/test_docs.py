@@ -188,7 +188,7 @@ def test_nothing_describes_the_project_s_own_machine_or_its_private_files():
 
 # The benchmark pages whose decisions are one table (issue 28); italian and chronoculture join
 # when their tables land.
-DECISION_PAGES = ("chronologic", "mher", "valence")
+DECISION_PAGES = ("chronologic", "mher", "valence", "italian")
 DECISION_HEADER = ["decision", "paper", "authors' code", "histbench", "option"]
 PAPER_FILES = {"chronologic": "000_", "chronoculture": "001_", "mher": "002_", "italian": "003_", "valence": "004_"}
 
@@ -229,7 +229,7 @@ def test_each_benchmark_page_has_one_decision_table(name):
         options = re.findall(r"--[a-z][a-z0-9-]+", row[4])
         for option in options:   # every option named is one histbench has
             assert _option_exists(option), f"{name}: {row[0]}: no option {option}"
-    if name in ("mher", "valence"):   # the authors published no code
+    if name in ("mher", "valence", "italian"):   # the authors published no code
         assert {row[2] for row in rows} == {"none known"}
 
 

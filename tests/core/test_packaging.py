@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import sysconfig
 import tomllib
 from pathlib import Path
@@ -92,20 +91,6 @@ def test_shipped_data_is_reachable_through_importlib():
         json.loads(schema.read_text())
 
 
-def _fresh_venv(tmp_path: Path, name: str) -> Path:
-    venv = tmp_path / name
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    return venv
-
-
-def _install(venv: Path, *args: str) -> None:
-    result = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", *args],
-        cwd=REPO, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-
-
 def _run_installed(venv: Path, code: str) -> subprocess.CompletedProcess:
     # Dependencies come from the test environment; histbench itself only from the fresh venv
     # (PYTHONPATH does not process the .pth file of this environment's editable install).
@@ -145,9 +130,16 @@ def _repo_data():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True], ids=["pip-install", "pip-install-e"])
-def test_install_into_fresh_venv(tmp_path, editable, histbench_wheel):
-    venv = _fresh_venv(tmp_path, "venv")
-    _install(venv, *(["-e", "."] if editable else [str(histbench_wheel[0])]))
+def test_install_into_fresh_venv(fresh_venv, pip, link_from_this_environment, editable, histbench_wheel):
+    venv = fresh_venv()
+    if editable:
+        # Built by this environment's setuptools, linked in (no build isolation: it would fetch
+        # setuptools from an index, which CI need not reach).
+        link_from_this_environment(venv, "setuptools")
+        result = pip(venv, "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", ".", cwd=REPO)
+    else:
+        result = pip(venv, "install", "--quiet", "--no-deps", str(histbench_wheel[0]), cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     assert not (site / "builders").exists() and not (site / "eval").exists()

@@ -1,4 +1,4 @@
-"""Fixtures of the Historical Italian tests: the bundled sample built once per session
+"""Fixtures of the Historical Italian tests: the bundled sample built once per test run
 (TF-IDF embeddings: no model load), and the real files in ../shared/realdata/italian."""
 
 from __future__ import annotations
@@ -40,9 +40,12 @@ def manifest(folder: Path) -> dict:
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("italian-sample")
-    return build(tmp, sample_inputs(), wsd_questions=0, classense_subset=2, classense_subset_draws=200, questions_per_genre=6)
+def sample_build(run_cache) -> Path:
+    """The bundled sample, built once for the test run (read-only)."""
+    from histbench.builders.italian import BUILDER
+
+    return BUILDER.output_dir(run_cache("italian-tests-sample", lambda tmp: build(
+        tmp, sample_inputs(), wsd_questions=0, classense_subset=2, classense_subset_draws=200, questions_per_genre=6)))
 
 
 @pytest.fixture(scope="session")
