@@ -328,17 +328,27 @@ class CompletionsServer:
             start = end
         return out  # type: ignore[return-value]
 
-    def _extract(self, logits_rows, sequence: list[int], top_k: int) -> _Scored:
+    @staticmethod
+    def _log_softmax(logits_rows):
         import torch
 
         # logits - logsumexp, not torch.log_softmax: on CPU in float32 the latter's normaliser is
-        # biased (about +8e-6 per token over a 49k vocabulary; docs/engine.md)
+        # biased (about +8e-6 per token over a 49k vocabulary; docs/engine.md). Row by row, so a
+        # subset of rows gives the same values as the whole.
         logits_rows = logits_rows.float()
-        logprobs = logits_rows - torch.logsumexp(logits_rows, dim=-1, keepdim=True)
-        targets = torch.tensor(sequence[1:], dtype=torch.long)
-        token = logprobs[torch.arange(len(sequence) - 1), targets].tolist() if len(sequence) > 1 else []
+        return logits_rows - torch.logsumexp(logits_rows, dim=-1, keepdim=True)
+
+    @staticmethod
+    def _pick(logprobs, targets: Sequence[int], top_k: int) -> tuple[list[float], list[list[tuple[int, float]]]]:
+        """(log-probability of targets[k] at row k, the top_k of every row)."""
+        import torch
+
+        token = logprobs[torch.arange(len(targets)), torch.tensor(list(targets), dtype=torch.long)].tolist() if targets else []
         values, ids = logprobs.topk(top_k, dim=-1)
-        top = [list(zip(i, v, strict=True)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)]
+        return token, [list(zip(i, v, strict=True)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)]
+
+    def _extract(self, logits_rows, sequence: list[int], top_k: int) -> _Scored:
+        token, top = self._pick(self._log_softmax(logits_rows), sequence[1:], top_k)
         return _Scored(token=token, top=top)
 
     def _score_plain(self, sequences: list[list[int]], top_k: int) -> list[_Scored]:
@@ -367,7 +377,11 @@ class CompletionsServer:
         with torch.inference_mode():
             first = self.model(input_ids=torch.tensor([prefix]), use_cache=True)
             cache = _output_cache(first)
-            head = first.logits[0]
+            # the shared prefix's rows once (what a prefix cache saves), all but its last row,
+            # whose target is each sequence's first token after it
+            head = self._log_softmax(first.logits[0])
+            common_token, common_top = self._pick(head[: shared - 1], prefix[1:], top_k)
+            last = head[shared - 1:]
             out: list[_Scored] = []
             rows = list(range(len(sequences)))
             start = 0
@@ -389,7 +403,9 @@ class CompletionsServer:
                 logits = self.model(input_ids=ids, **kwargs).logits
                 for row, i in enumerate(chunk):
                     rest = len(sequences[i]) - shared
-                    out.append(self._extract(torch.cat([head, logits[row, :rest]]), sequences[i], top_k))
+                    token, top = self._pick(torch.cat([last, self._log_softmax(logits[row, :rest])]),
+                                            sequences[i][shared:], top_k)
+                    out.append(_Scored(token=common_token + token, top=common_top + top))
         with self._lock:
             self.forward_passes += 2
             self.tokens_run += shared + sum(len(s) - shared for s in sequences)
