@@ -2,7 +2,9 @@
 server (histbench.core.backends.completions_server: transformers on CPU, vLLM's response
 format, text and token-id prompts) scored through `api:` gives the in-process `hf:`
 log-likelihoods, for Chronologic (the evaluator's own scoring path, both tokenisations),
-for multiple-choice chat prompts (Italian MC, ChronoCulture MCQ: histbench.eval.choices),
+for Italian multiple choice and ChronoCulture's modal-answer prompts (histbench.eval.choices:
+the chat template the server applies, rendered here from the tokenizer option), each
+through its `histbench eval ... --mode likelihood` command,
 and lm-evaluation-harness's local-completions on the same server agrees.
 
 A handful of questions only: the model is the session's (tests/conftest.py smollm2_hf),
@@ -76,33 +78,6 @@ def test_chronologic_over_http_gives_the_in_process_log_likelihoods(smollm2_hf, 
     assert served.requests == before
 
 
-def test_multiple_choice_chat_prompts_over_http(smollm2_hf, smollm2_path, served, tmp_path):
-    """Italian MC and ChronoCulture MCQ go through histbench.eval.choices: the context is
-    the chat template the server applies (rendered here from the tokenizer option), each
-    option the answer as the prompt asks for it."""
-    from histbench.core.backends import load_backend
-    from histbench.core.runstore import RunStore
-    from histbench.eval.choices import ChoiceItem, score_items
-
-    items = [
-        ChoiceItem(({"role": "system", "content": "You answer questions about the past as a survey respondent of the "
-                                                  "year given. Answer with JSON: {\"answer\": LETTER}."},
-                    {"role": "user", "content": "Year: 1990. Should women work outside the home? A) yes B) no C) it "
-                                                "depends"}),
-                   tuple(json.dumps({"answer": letter}) for letter in "ABC")),
-        ChoiceItem(({"role": "user", "content": "Which word fits the letter of 1845: 'I write to you by the ___'? "
-                                                "A) post B) e-mail. Answer with JSON: {\"answer\": LETTER}."},),
-                   tuple(json.dumps({"answer": letter}) for letter in "AB")),
-    ]
-    api = load_backend(served.spec(), {"tokenizer": str(smollm2_path), "timeout": 60})
-    ours = score_items(items, api, RunStore.open(tmp_path / "api", backend=api), desc="api")
-    theirs = score_items(items, smollm2_hf, RunStore.open(tmp_path / "hf", backend=smollm2_hf), desc="hf")
-    for got, want in zip(ours, theirs, strict=True):
-        assert got.chat_template and want.chat_template
-        assert got.logliks == pytest.approx(want.logliks, abs=SAME_BOUNDARY)
-        assert (got.choice, got.choice_norm, got.n_tokens) == (want.choice, want.choice_norm, want.n_tokens)
-
-
 def test_lm_eval_local_completions_on_the_same_server_agrees(smollm2_hf, smollm2_path, served, questions):
     """lm-evaluation-harness's local-completions (its tokenizer here, token ids sent, the
     harness's boundary) against the same server: its log-likelihoods are histbench's."""
@@ -125,3 +100,70 @@ def test_lm_eval_local_completions_on_the_same_server_agrees(smollm2_hf, smollm2
     for (logprob, greedy), mine, local in zip(theirs, ours, in_process, strict=True):
         assert logprob == pytest.approx(mine.logprob, abs=SAME_BOUNDARY) and greedy == mine.is_greedy
         assert logprob == pytest.approx(local.logprob, abs=SAME_BOUNDARY)
+
+
+def _within(got: list[float], want: list[float]) -> tuple[float, float]:
+    """(share of options within 1e-3, largest difference)."""
+    diffs = [abs(a - b) for a, b in zip(got, want, strict=True)]
+    return sum(d <= 1e-3 for d in diffs) / len(diffs), max(diffs)
+
+
+def test_histbench_eval_likelihood_commands_against_the_server(smollm2_hf, smollm2_path, served, built_sample,
+                                                               tmp_path):
+    """Issue 27's "done when", command by command: `histbench eval chronologic|italian|
+    chronoculture --mode likelihood --model api:NAME@URL` against the served SmolLM2 give
+    the log-likelihoods and choices the same evaluators give in process (hf:, the session's
+    model). Chronologic with the default tokenisation (the authors' boundary, text sent,
+    answers by text offset: the issue's bar is >= 90% within 1e-3 and the same choice on
+    >= 95% of questions; measured here within 1e-4, so that is asserted); the
+    multiple-choice ones with the tokenizer option (the chat template the server applies),
+    the same boundary: within 1e-4. Two questions, one Italian WSD item, one
+    ChronoCulture pair (two prompts)."""
+    from histbench.cli import main
+    from histbench.core.dataset import BuiltDataset
+    from histbench.eval.chronoculture.data import load_benchmark
+    from histbench.eval.chronoculture.run import choose_pairs, run_likelihood
+    from histbench.eval.chronologic.likelihood import evaluate
+    from histbench.eval.italian.run import evaluate_likelihood
+
+    def lines(path: Path) -> list[dict]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    spec, tokenizer = served.spec(), f"tokenizer={smollm2_path}"
+    # Chronologic
+    chrono = built_sample("chronologic")
+    assert main(["eval", "chronologic", "--dataset", str(chrono), "--mode", "likelihood", "--model", spec,
+                 "--limit", "2", "--bootstrap", "50", "--out", str(tmp_path / "chronologic-api")]) == 0
+    evaluate(BuiltDataset.open(chrono, benchmark="chronologic"), backend=smollm2_hf, run_dir=tmp_path / "chronologic-hf",
+             limit=2, n_resamples=50)
+    got, want = (lines(tmp_path / f"chronologic-{side}" / "questions.jsonl") for side in ("api", "hf"))
+    share, worst = _within([v for q in got for v in q["loglik"]], [v for q in want for v in q["loglik"]])
+    assert len(got) == 2 and share >= 0.9 and worst <= SAME_BOUNDARY
+    assert [q["choice"] for q in got] == [q["choice"] for q in want]
+    # Italian multiple choice (WSD: the first item)
+    italian = built_sample("italian", embedding_model="tfidf")
+    tasks = ["wsd"]
+    assert main(["eval", "italian", "--dataset", str(italian), "--mode", "likelihood", "--model", spec,
+                 "--model-option", tokenizer, "--tasks", *tasks, "--limit", "1",
+                 "--out", str(tmp_path / "italian-api")]) == 0
+    evaluate_likelihood(BuiltDataset.open(italian, benchmark="italian"), tmp_path / "italian-hf", backend=smollm2_hf,
+                        tasks=tasks, limit=1)
+    for task in tasks:
+        got, want = (lines(tmp_path / f"italian-{side}" / "items" / f"{task}.jsonl") for side in ("api", "hf"))
+        assert len(got) == len(want) == 1 and got[0]["chat_template"]
+        assert got[0]["logliks"] == pytest.approx(want[0]["logliks"], abs=SAME_BOUNDARY), task
+        assert got[0]["n_tokens"] == want[0]["n_tokens"], task
+        assert (got[0]["choice"], got[0]["choice_norm"]) == (want[0]["choice"], want[0]["choice_norm"]), task
+    # ChronoCulture modal-answer prompts: the first four pairs, of which the fourth has them (old and new)
+    chronoculture = built_sample("chronoculture")
+    assert main(["eval", "chronoculture", "--dataset", str(chronoculture), "--mode", "likelihood", "--model", spec,
+                 "--model-option", tokenizer, "--limit", "4", "--out", str(tmp_path / "chronoculture-api")]) == 0
+    built = BuiltDataset.open(chronoculture, benchmark="chronoculture")
+    bench = load_benchmark(built)
+    pairs, sample = choose_pairs(bench, None, None, 0, 4)
+    run_likelihood(built, bench, smollm2_hf, tmp_path / "chronoculture-hf", pairs=pairs, sample=sample)
+    got, want = (lines(tmp_path / f"chronoculture-{side}" / "predictions.jsonl") for side in ("api", "hf"))
+    assert len(got) == len(want) == 2
+    for mine, theirs in zip(got, want, strict=True):
+        assert mine["logliks"] == pytest.approx(theirs["logliks"], abs=SAME_BOUNDARY)
+        assert (mine["choice"], mine["choice_norm"]) == (theirs["choice"], theirs["choice_norm"])
