@@ -298,15 +298,21 @@ class CompletionsServer:
 
     def _score(self, sequences: list[list[int]], top_k: int) -> list[_Scored]:
         """Log-probabilities of every token of every sequence; sequences sharing a prefix of
-        MIN_SHARED tokens or more run it once."""
+        MIN_SHARED tokens or more run it once. In sorted order a sequence joins the group
+        before it unless that would cost more tokens than it saves: joining cuts the group's
+        shared prefix to the part the newcomer shares (every member runs the rest again), a
+        new group runs the shared part once more. So the options of one question share their
+        whole context, not just the instructions every question begins with."""
         out: list[_Scored | None] = [None] * len(sequences)
         order = sorted(range(len(sequences)), key=lambda i: sequences[i])
         groups: list[tuple[list[int], list[int]]] = []  # (shared prefix, members)
         for i in order:
             if self.prefix_cache and groups:
-                shared = _common_prefix(groups[-1][0], sequences[i])
-                if shared >= MIN_SHARED:
-                    groups[-1] = (groups[-1][0][:shared], groups[-1][1] + [i])
+                prefix, members = groups[-1]
+                shared = _common_prefix(prefix, sequences[i])
+                lost = (len(prefix) - shared) * len(members) if len(members) > 1 else 0
+                if shared >= MIN_SHARED and lost <= shared:
+                    groups[-1] = (prefix[:shared], members + [i])
                     continue
             groups.append((list(sequences[i]), [i]))
         plain: list[int] = []
