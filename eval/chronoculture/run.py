@@ -381,6 +381,9 @@ def run_likelihood(built, bench: Benchmark, backend, out: Path, *, label: str | 
     mcq = [r for r in built.load("mcq", "test").select_columns(["pair_id", "option_letters", "messages_old", "messages_new"])
            .to_list() if r["pair_id"] in wanted]
     jobs = [(r["pair_id"], f"mcq_{period}", r[f"messages_{period}"], r["option_letters"]) for r in mcq for period in ("old", "new")]
+    if not jobs:
+        raise EvalError(f"none of the {len(wanted):,} temporal pair(s) chosen has modal-answer prompts in the mcq config "
+                        "(not every pair has them): choose more pairs (--limit, --sample)", file=built.path)
     identity, prompt_hash = _dataset_info(built)
     store = RunStore.open(out, backend=backend, dataset=built,
                           options={"benchmark": "chronoculture", "mode": "likelihood", "sample": sample})

@@ -185,3 +185,14 @@ def test_report_refuses_runs_of_another_build(synthetic_build, make_build, tmp_p
 def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert main(["report", "chronoculture", str(tmp_path), "--out", str(tmp_path / "rep")]) == 2
     assert "not a ChronoCulture run folder" in capsys.readouterr().err
+
+
+def test_likelihood_over_pairs_without_modal_answer_prompts_is_one_line(sample_build, capsys, tmp_path):
+    """The sample's first pair has no modal-answer prompt: `--mode likelihood --limit 1`
+    says so in one line (exit 2) instead of failing in the metrics; nothing is asked (the
+    URL is never contacted) and no run folder is written."""
+    code = cli.main(["eval", "chronoculture", "--dataset", str(sample_build), "--mode", "likelihood",
+                     "--model", "api:m@http://127.0.0.1:9/v1", "--limit", "1", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "has modal-answer prompts" in err[0] and "--limit" in err[0]
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
