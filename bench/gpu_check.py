@@ -35,13 +35,13 @@ from pathlib import Path
 
 
 def no_gpu() -> str | None:
-    """Why this machine cannot run the check, or None."""
+    """Why the check cannot run here, or None."""
     if find_spec("torch") is None:
         return "no GPU: torch is not installed here, so there is no CUDA device to check vllm: on; nothing was run"
     import torch
 
     if not torch.cuda.is_available():
-        return ("no GPU: torch sees no CUDA device on this machine (torch.cuda.is_available() is False); "
+        return ("no GPU: torch sees no CUDA device (torch.cuda.is_available() is False); "
                 "nothing was run. Run `make check-gpu` where a CUDA GPU and histbench[vllm] are installed.")
     return None
 

@@ -1,9 +1,9 @@
-"""How many CPU threads torch should use on this machine, now.
+"""How many CPU threads torch should use here, now.
 
 torch starts one intra-op thread per core it sees. On a machine shared with other jobs
 those threads wait for each other at every operation while the scheduler hands their
 cores to the other processes, and a model that answers in 4 s on idle cores takes a
-minute (two busy processes beside SmolLM2 on a 2-core machine: 4 s -> 58 s per
+minute (two busy processes beside SmolLM2 on two cores: 4 s -> 58 s per
 generated answer). So the default is to use the cores that are free:
 
 - usable: the CPUs this process may run on (its affinity mask, `os.sched_getaffinity`),
