@@ -21,6 +21,8 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
             - {code: 1, label: Very happy}
             - {codes: [2], label: Quite happy, value: 2}   # several codes may form one option
           # or, for numeric scales: scale: {from: 1, to: 10, low: "...", high: "..."}
+          #   (the end words are also the labels a labelled CSV export writes for 1 and 10;
+          #   low_aliases / high_aliases: other wordings of them)
           # optional: invalid_codes (added to the survey's), values are 1..K unless given
     issp:
       studies:                        # one entry per ISSP data file (module or cumulation)
@@ -292,12 +294,19 @@ def _options(spec: dict, where: _Where, entry: str) -> tuple[Option, ...]:
             raise where.error(entry, "scale 'to' must be larger than 'from'", "scale")
         options = []
         for code in range(low, high + 1):
-            label = str(code)
-            if code == low and scale.get("low"):
-                label = f"{code} ({scale['low']})"
-            elif code == high and scale.get("high"):
-                label = f"{code} ({scale['high']})"
-            options.append(Option(label, (float(code),), float(code - low + 1)))
+            label, aliases = str(code), ()
+            for end, at in (("low", low), ("high", high)):
+                if code == at and scale.get(end):
+                    # the end's words alone are how a labelled export writes that point
+                    # ("Completely dissatisfied" for 1); `low_aliases` / `high_aliases` add other wordings
+                    label = f"{code} ({scale[end]})"
+                    more = scale.get(f"{end}_aliases") or []
+                    if isinstance(more, str):
+                        more = [more]
+                    if not isinstance(more, list):
+                        raise where.error(entry, f"scale {end}_aliases must be a list of labels", "scale")
+                    aliases = (str(scale[end]), *(str(a) for a in more))
+            options.append(Option(label, (float(code),), float(code - low + 1), aliases))
         return tuple(options)
     raw = spec.get("options")
     if not isinstance(raw, list) or len(raw) < 2:
