@@ -34,6 +34,9 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
           #   coding: iso_numeric | alpha2 | alpha3 | label_alpha2 | label | map  (map entries win)
           weight: v325                # null: every respondent weighs 1; auto: found in the file
           codebook: ...               # document, and what it confirms
+          # reunification: {variable: v3, factors: {2: 1.19455, 3: 0.59238}, document: ...}
+          #   GESIS's factors for pooling the West and East German samples into one Germany:
+          #   each respondent's weight times the factor of its sample code (others x 1)
           # files: ["ZA2900*"]        # optional; default: names starting with the id, then a non-digit
       questions:
         - id: issp_rog_jobs
@@ -172,6 +175,16 @@ class YearSpec:
 
 
 @dataclass(frozen=True)
+class Reunification:
+    """GESIS's weighting factors for analysing West and East Germany as one country: the weight
+    of a respondent whose `variable` holds one of the codes is multiplied by its factor."""
+
+    variable: str
+    factors: dict  # sample code (float, or upper-case text) -> factor
+    document: str
+
+
+@dataclass(frozen=True)
 class Study:
     id: str
     title: str
@@ -183,6 +196,7 @@ class Study:
     module: str | None = None
     codebook: str = ""
     weight_auto: bool = False
+    reunification: Reunification | None = None
 
     def matches(self, path: Path) -> bool:
         from fnmatch import fnmatch
@@ -454,11 +468,27 @@ def _study(spec, index: int, where: _Where) -> Study:
         country = CountrySpec(str(country_raw["variable"]), coding, mapping)
     weight = spec.get("weight")
     weight_auto = weight == AUTO
+    reunification = None
+    if spec.get("reunification") is not None:
+        raw = _mapping(spec.get("reunification"), where, sid, "'reunification'")
+        factors = {}
+        for key, value in _mapping(raw.get("factors"), where, sid, "reunification factors").items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise where.error(sid, f"reunification factor for {key!r} must be a positive number", "reunification")
+            factors[float(key) if isinstance(key, int | float) and not isinstance(key, bool) else str(key).upper()] = \
+                float(value)
+        if not raw.get("variable") or len(factors) < 2 or not str(raw.get("document") or "").strip():
+            raise where.error(sid, "reunification needs a variable, the factors of the West and East samples "
+                                   "({code: factor}) and the document that gives them", "reunification")
+        if weight is None or weight_auto:
+            raise where.error(sid, "reunification factors multiply the study's weight: name its weight variable",
+                              "reunification")
+        reunification = Reunification(str(raw["variable"]), factors, str(raw["document"]))
     return Study(
         id=sid, title=str(spec.get("title", sid)), files=tuple(str(f) for f in files), year=year,
         country=country, weight=None if weight is None or weight_auto else str(weight),
         notes=str(spec.get("notes", "")), module=str(spec["module"]) if spec.get("module") else None,
-        codebook=str(spec.get("codebook", "")), weight_auto=weight_auto,
+        codebook=str(spec.get("codebook", "")), weight_auto=weight_auto, reunification=reunification,
     )
 
 

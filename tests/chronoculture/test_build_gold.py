@@ -86,3 +86,63 @@ def test_groups_are_tabulated_independently_with_weights():
         expected = [weight[mask & (answers == c)].sum() / weight[mask].sum() for c in (1, 2, 3, 4)]
         assert table.gold(g) == pytest.approx(expected, abs=1e-12)
         assert table.n_valid[g] == mask.sum()
+
+
+# ---------------------------------------------------------------- West and East Germany pooled (GESIS factors)
+def _two_german_samples(tmp_path, name: str, west: dict, east: dict):
+    """An ISSP-style .sav: sample v3 = 2 (West Germany) or 3 (East), weight v342 (2 and 1.5), item v49."""
+    import pandas as pd
+    import pyreadstat
+
+    from .conftest import ROG, counts_to_codes
+
+    frames = []
+    for code, counts, w in ((2, west, 2.0), (3, east, 1.5)):
+        answers = counts_to_codes(counts)
+        frames.append(pd.DataFrame({"v3": float(code), "v342": w, "v49": answers}))
+    path = tmp_path / name
+    pyreadstat.write_sav(pd.concat(frames, ignore_index=True), path,
+                         variable_value_labels={"v3": {2: "D-W", 3: "D-E"}, "v49": ROG})
+    return path
+
+
+def test_reunification_factors_reach_the_gold_distribution(tmp_path, build, registry_data, registry_file):
+    """GESIS publishes factors for pooling the West and East German samples (ISSP 1995: West x 1.19455,
+    East x 0.59238, quoted by martinlukk/boundary-consolidation 01-clean-issp95.do from GESIS's
+    Weighting_ISSP1995_english.pdf). The pooled DEU distribution is the weighted mix with the file's
+    weight times the factor; the study without factors pools the samples with their own weights."""
+    west = {1: 600, 2: 300, 3: 80, 4: 20}   # 1,000 West respondents, weight 2
+    east = {1: 100, 2: 200, 3: 300, 4: 400}  # 1,000 East respondents, weight 1.5 (oversampled)
+    factors = {2: 1.19455, 3: 0.59238}
+    registry_data["issp"]["studies"][0]["country"]["map"] = {2: "DEU", 3: "DEU"}
+    registry_data["issp"]["studies"][1]["country"]["map"] = {2: "DEU", 3: "DEU"}
+    registry_data["issp"]["studies"][0]["weight"] = "v342"
+    registry_data["issp"]["studies"][1]["weight"] = "v342"
+    registry_data["issp"]["studies"][1]["reunification"] = {
+        "variable": "v3", "factors": factors, "document": "GESIS Weighting_ISSP1995_english.pdf"}
+    registry_data["issp"]["questions"][0]["sources"] = {"ZA1950": "v49", "ZA2900": "v49"}
+    older = _two_german_samples(tmp_path, "ZA1950.sav", west, east)
+    newer = _two_german_samples(tmp_path, "ZA2900.sav", west, east)
+    out = build(issp=[older, newer], registry=registry_file(registry_data))
+    pair = out["pairs"][0]
+    w_counts, e_counts = np.array(list(west.values()), float), np.array(list(east.values()), float)
+    plain = 2.0 * w_counts + 1.5 * e_counts
+    pooled = 2.0 * factors[2] * w_counts + 1.5 * factors[3] * e_counts
+    assert pair["G_old"] == pytest.approx((plain / plain.sum()).tolist(), abs=1e-12)
+    assert pair["G_new"] == pytest.approx((pooled / pooled.sum()).tolist(), abs=1e-12)
+    # East Germany's share of the pooled weight falls from 43% to about 27% with the factors
+    east_share = 1.5 * factors[3] * 1000 / (2.0 * factors[2] * 1000 + 1.5 * factors[3] * 1000)
+    assert east_share == pytest.approx(0.2711, abs=1e-4)
+    files = {f["file"]: f for f in out["summary"]["exclusions"]["respondents_per_file"]}
+    assert files["ZA1950.sav"]["reunification_factors"] is None
+    assert files["ZA2900.sav"]["reunification_factors"]["respondents"] == {"2": 1000, "3": 1000}
+    assert "reunification factors by v3" in files["ZA2900.sav"]["variables"]["weight"]
+
+
+def test_reunification_factors_need_their_document(registry_data, registry_file):
+    from histbench.builders.chronoculture.registry import load_registry
+    from histbench.core.errors import SourceError
+
+    registry_data["issp"]["studies"][1]["reunification"] = {"variable": "v3", "factors": {2: 1.2, 3: 0.6}}
+    with pytest.raises(SourceError, match="ZA2900: reunification needs a variable, the factors"):
+        load_registry(registry_file(registry_data))
