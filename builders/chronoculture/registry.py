@@ -49,6 +49,9 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
           sources:                    # pinned: study id -> variable (or {variable, codes, invalid_codes})
             ZA2900: v36
             ZA1950: {variable: v49}
+          absent: [ZA1490]            # optional: studies whose file lacks the item (or asks it on another
+                                      # scale), as a public document of the whole file shows; never looked for there
+          evidence: "..."             # optional: why the question qualifies (paper 3.2) and what document shows it
 
 `codes` in a source override replaces each option's codes (a list aligned with the
 options). Every code of an option must be a value label of the variable in .sav/.dta
@@ -126,6 +129,8 @@ class Question:
     sources: tuple[SourceRef, ...] = ()  # ISSP, pinned
     label: str | None = None  # ISSP: pattern on variable labels that locates the variable
     is_scale: bool = False  # options written as `scale: {from, to}`
+    absent: tuple[str, ...] = ()  # ISSP studies whose file a public document shows without the item
+    evidence: str = ""  # why the question qualifies (paper 3.2) and the document that shows it
 
     @property
     def labels(self) -> list[str]:
@@ -256,7 +261,8 @@ class Registry:
             pinned = question.source_for(study.id)
             if pinned is not None:
                 out.append((question, pinned))
-            elif question.label and study.module and question.topic == study.module:
+            elif (question.label and study.module and question.topic == study.module
+                  and study.id not in question.absent):
                 out.append((question, None))
         return out
 
@@ -417,10 +423,17 @@ def _question(spec, index: int, survey: str, where: _Where, base_invalid: tuple[
             if "invalid_codes" in ref:
                 invalid_override = tuple(sorted(set(_codes(ref["invalid_codes"], where, qid, "sources"))))
             sources.append(SourceRef(str(study), str(ref["variable"]), codes, invalid_override))
+    absent = tuple(str(a) for a in _list(spec.get("absent"), where, qid, "'absent'"))
+    if absent and survey == "WVS":
+        raise where.error(qid, "'absent' names ISSP studies; a WVS question is absent where its cells say so", "absent")
+    both = sorted(set(absent) & {s.study for s in sources})
+    if both:
+        raise where.error(qid, f"studies {both} are both a source and absent", "absent")
     question = Question(
         id=qid, survey=survey, topic=str(topic), category=str(spec.get("category") or ""),
         text=str(spec.get("text") or ""), options=options, invalid_codes=invalid,
         variable=variable, sources=tuple(sources), label=label, is_scale="scale" in spec,
+        absent=absent, evidence=str(spec.get("evidence") or ""),
     )
     _check_question(question, where)
     return question
@@ -543,7 +556,7 @@ def load_registry(path: Path) -> Registry:
             raise where.error("issp.studies", "study ids must be unique", "id")
         for index, spec in enumerate(_list(issp.get("questions"), where, "issp", "'questions'")):
             question = _question(spec, index, "ISSP", where, ())
-            unknown = sorted({s.study for s in question.sources} - set(study_ids))
+            unknown = sorted(({s.study for s in question.sources} | set(question.absent)) - set(study_ids))
             if unknown:
                 raise where.error(question.id, f"sources name unknown studies {unknown}", "sources")
             issp_questions.append(question)
