@@ -226,7 +226,8 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
                     labelled_columns[wanted[column]] = mapped
             else:
                 frame[column] = pd.to_numeric(frame[column], errors="coerce")
-        frame[column] = frame[column].astype(np.float64)
+        if frame[column].dtype != np.float64:
+            frame[column] = frame[column].astype(np.float64)
         if column in id_columns:
             _check_id_column(meta, column, frame[column].to_numpy())
     return frame.rename(columns=wanted)[requested]

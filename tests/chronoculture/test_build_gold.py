@@ -88,6 +88,48 @@ def test_groups_are_tabulated_independently_with_weights():
         assert table.n_valid[g] == mask.sum()
 
 
+@pytest.mark.parametrize("negative_invalid", [False, True])
+def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid):
+    """The lookup-table path (integer codes) and the sorted-code path give the same tabulation, bit for
+    bit: empty answers, negative and invalid codes, a not-asked code, codes that are neither option nor
+    invalid, two codes forming one option, unusable weights, respondents in no group."""
+    from histbench.builders.chronoculture.gold import _code_flags, _tabulate_sorted
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    group = rng.integers(-1, 6, n)
+    weight = rng.uniform(0.2, 2.0, n)
+    weight[rng.random(n) < 0.02] = np.nan
+    weight[rng.random(n) < 0.01] = 0.0
+    weight[rng.random(n) < 0.01] = -1.0
+    answers = rng.choice([-5, -4, -2, -1, 1, 2, 3, 4, 5, 7, 8, 9, 97, np.nan], n,
+                         p=[.02, .05, .02, .03, .2, .2, .15, .15, .1, .01, .03, .02, .01, .01])
+    answers[group == 4] = -4.0  # one group never asked
+    options, invalid, not_asked = [(1.0, 2.0), (3.0,), (4.0,), (5.0,)], (8.0, 9.0, -1.0), (-4.0,)
+    index = _index(group, weight)
+    fast = tabulate(answers, index, options, invalid, not_asked, negative_invalid=negative_invalid,
+                    min_respondents=100)
+    slow = _tabulate_sorted(answers.astype(float), index, len(options), _code_flags(options, invalid, not_asked),
+                            negative_invalid, 100)
+    assert fast.totals.tobytes() == slow.totals.tobytes()
+    for name in ("n_valid", "counts"):
+        assert getattr(fast, name).tolist() == getattr(slow, name).tolist()
+    assert fast.status == slow.status and "not_asked" in fast.status
+    assert fast.invalid_codes == slow.invalid_codes and fast.unregistered_codes == slow.unregistered_codes
+    assert fast.unregistered_codes[97] > 0 and fast.missing_answers == slow.missing_answers > 0
+    assert {c: v.tolist() for c, v in fast.unregistered_by_group.items()} == {
+        c: v.tolist() for c, v in slow.unregistered_by_group.items()}
+    for g, status in enumerate(fast.status):  # the shares of all groups at once, bit for bit each row's own
+        if status is None:
+            assert fast.gold(g).tobytes() == (slow.totals[g] / slow.totals[g].sum()).tobytes()
+    ten = tabulate(rng.integers(1, 11, n).astype(float), index, [(float(c),) for c in range(1, 11)], ())
+    for g in range(index.n_groups):
+        row = ten.totals[g]
+        assert ten.gold(g).tobytes() == (row / row.sum()).tobytes()
+    decimals = np.where(answers == 5, 4.5, answers)  # a decimal code: the sorted path
+    assert tabulate(decimals, index, options, invalid, not_asked).unregistered_codes[4.5] > 0
+
+
 # ---------------------------------------------------------------- West and East Germany pooled (GESIS factors)
 def _two_german_samples(tmp_path, name: str, west: dict, east: dict):
     """An ISSP-style .sav: sample v3 = 2 (West Germany) or 3 (East), weight v342 (2 and 1.5), item v49."""
