@@ -64,9 +64,16 @@ $(VENV)/.docs: pyproject.toml $(VENV)/.created
 demo: $(VENV)/.demo
 	$(HB) demo
 
+# The suite runs on TEST_JOBS pytest-xdist workers: by default one per CPU this process may
+# use (its affinity mask, which a container or taskset narrows; not the machine's count);
+# TEST_JOBS=0 runs it in one process. --dist worksteal: each worker takes a contiguous half
+# of the tests (shared set-up stays on one worker) and an idle one takes over the other's
+# remaining tests; tests/conftest.py hands out the tests marked slow first.
+TEST_JOBS ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1)")
+
 # pytest's exit status 5 ("no tests collected") is a failure too.
 test: $(VENV)/.dev
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 lint: $(VENV)/.dev

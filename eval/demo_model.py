@@ -6,7 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from histbench.core.backends.offline import SMOLLM2_NAME
 from histbench.core.progress import log
+
+#: the demo's model, and what every benchmark's demo calls it (one name on the index:
+#: the model's, never the spec), with how it was scored where a benchmark scores two ways
+DEMO_MODEL = "offline:smollm2"
+
+
+def demo_label(method: str | None = None) -> str:
+    """`SmolLM2-135M-Instruct`, or `SmolLM2-135M-Instruct (likelihood)`."""
+    return f"{SMOLLM2_NAME} ({method})" if method else SMOLLM2_NAME
 
 
 def score_with_demo_model(benchmark: str, label: str, spec: str, options: Mapping[str, Any],

@@ -21,9 +21,9 @@ from histbench.core.errors import UsageError
 
 if TYPE_CHECKING:
     from histbench.core.dataset import BuiltDataset
+    from histbench.core.results import Results
     from histbench.eval.report import Headline, ReportSection
     from histbench.eval.viewer import ViewerRun
-    from histbench.run_results import Results
 
 
 class BenchmarkEvaluator(ABC):
@@ -74,15 +74,12 @@ class BenchmarkEvaluator(ABC):
         return viewer.headlines(run_dir) if viewer else []
 
     def report_runs(self, args: argparse.Namespace) -> list[Path]:
-        """The run folders a `histbench report` call reads (default: `args.runs` or `args.run`);
-        the report site writes a viewer for each and links its tables to them."""
-        runs = getattr(args, "runs", None)
-        if runs is None:
-            runs = [args.run] if getattr(args, "run", None) else []
-        return [Path(r) for r in runs]
+        """The run folders a `histbench report` call reads (`args.runs`); the report site
+        writes a viewer for each and links its tables to them."""
+        return [Path(r) for r in args.runs]
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Options of `histbench report <name>`."""
+        """Options of `histbench report <name>`: `add_report_run_arguments` and the benchmark's own."""
 
     def run_report(self, args: argparse.Namespace) -> None:
         raise UsageError(f"{self.name} has no `histbench report` command")
@@ -143,6 +140,25 @@ def add_run_arguments(parser, benchmark: str, *, limit: str = "items") -> None:
     parser.add_argument("--limit", type=int, metavar="N", help=f"only the first N {limit} (a quick look)")
 
 
+def default_report_folder(benchmark: str) -> Path:
+    """reports/<benchmark>: where `histbench report BENCHMARK` writes by default."""
+    return Path("reports") / benchmark
+
+
+def add_report_run_arguments(parser, benchmark: str, runs_note: str = "") -> None:
+    """RUN ... (the run folders), --out, --dataset and --revision: what every `histbench
+    report BENCHMARK` takes, with the same names and meaning. runs_note: what the
+    benchmark adds about its runs, for the help."""
+    out = default_report_folder(benchmark)
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN",
+                        help=f"run folders written by `histbench eval {benchmark}`{runs_note}")
+    parser.add_argument("--out", type=Path, default=out, help=f"the report folder (default: {out})")
+    parser.add_argument("--dataset", metavar="BUILD",
+                        help="the build the runs were made on: a folder or a Hub dataset id ORG/NAME; a run made on "
+                             "another build is refused (default: the build the first run records)")
+    parser.add_argument("--revision", metavar="REV", help="with a Hub id: the tag, branch or commit to load (e.g. v1.0.0)")
+
+
 def default_run_folder(benchmark: str, args: argparse.Namespace) -> Path:
     """runs/<benchmark>-<label, model or baseline>, for an evaluation given no --out."""
     name = getattr(args, "label", None)
@@ -190,6 +206,17 @@ def run_evaluations(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> 
     for run in runs:
         evaluator.run_eval(run)
     return runs
+
+
+def get_evaluator(benchmark: str) -> BenchmarkEvaluator:
+    """The evaluator of a benchmark; an unknown name gets the list of known ones."""
+    from histbench.builders.machinery.build import get_builder
+
+    get_builder(benchmark)
+    evaluator = discover_evaluators([benchmark]).get(benchmark)
+    if evaluator is None:
+        raise UsageError(f"{benchmark} has no evaluator")
+    return evaluator
 
 
 def discover_evaluators(names) -> dict[str, BenchmarkEvaluator]:

@@ -57,11 +57,15 @@ class ReportSection:
 @dataclass
 class Headline:
     """One headline number of a run for the site's index: `value` is the formatted estimate
-    with its interval; `metric` names it as the paper does."""
+    with its interval; `metric` names it as the paper does. `estimate` (the number itself)
+    and `higher_is_better` let the index card show a run's best systems first when it holds
+    more than the card has room for."""
 
     run: str
     metric: str
     value: str
+    estimate: float | None = None
+    higher_is_better: bool | None = None
 
 
 @dataclass
@@ -77,6 +81,11 @@ class SiteRun:
     words: dict[str, dict[str, str]] = field(default_factory=dict)
     systems: dict[str, str] = field(default_factory=dict)
     note: str | None = None
+    #: other words a report's tables use for a system (ViewerRun.aliases["system"])
+    system_aliases: dict[str, list[str]] = field(default_factory=dict)
+    #: the configs each system has items in: a table row naming a system shared by two
+    #: labels (MHER Table 2's embedding rows) is told apart by the config its cells name
+    system_configs: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +123,7 @@ th { background: #f6f8fa; }
 td { font-variant-numeric: tabular-nums; }
 td a, th a { color: #0969da; text-decoration: none; } td a:hover { text-decoration: underline; }
 code, pre { background: #f6f8fa; }
+code { overflow-wrap: anywhere; }   /* a run's signature is one long word */
 pre { padding: 0.6rem; overflow-x: auto; }
 figure { margin: 1rem 0 1.6rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
@@ -310,39 +320,64 @@ def _table_title(table) -> str:
 
 def _named_in(title: str, words: dict[str, str]) -> str | None:
     """The one facet value whose label (or alias, 3 characters at least) the title names as a
-    whole word; None when it names none or several."""
-    found = {value for word, value in words.items()
-             if len(word) >= 3 and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", title)}
-    return found.pop() if len(found) == 1 else None
+    whole word; None when it names none or several.
+
+    Words match case-sensitively, and a word inside a hyphenated compound does not count
+    ("Name" in "Name-only", "generative" in "non-generative"). When no word matches, a label
+    of several parts (with a hyphen or a space) matches regardless of case: a caption in
+    sentence case writes "expert-unresolved" for the label "Expert-unresolved"."""
+
+    def found(flags: int, wanted) -> set[str]:
+        return {value for word, value in words.items()
+                if len(word) >= 3 and wanted(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", title, flags)}
+
+    hits = found(0, lambda word: True) or found(re.IGNORECASE, lambda word: re.search(r"[\s-]", word.strip()))
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _link_table(table, runs: Sequence[SiteRun]) -> None:
     """Link a table's run rows and their config / group cells to the run's items: a config or
     group the table's caption names (a task, a split) filters every link of the table, one
-    that a cell of the row names (a group column) every link of the row."""
+    that another cell of the row names (a group column, MHER's Evidence column) every link of
+    the row. A row label that names systems of several configs (MHER Table 2 calls both
+    embedding baselines "Sentence embedding") is the system of the config its row names."""
     from histbench.eval.viewer import items_url
 
     headers = [th.text_content().strip() for th in table.iterfind(".//thead/tr/th")]
     title = _table_title(table)
-    labels: dict[str, tuple[SiteRun, str | None]] = {}
+    labels: dict[str, list[tuple[SiteRun, str | None]]] = {}
+
+    def add(text: str, entry: tuple[SiteRun, str | None]) -> None:
+        entries = labels.setdefault(text, [])
+        if entry not in entries:
+            entries.append(entry)
+
     for run in runs:
         if run.viewer:
-            labels.setdefault(run.label, (run, None))
+            add(run.label, (run, None))
             for system, label in run.systems.items():
-                labels.setdefault(label, (run, system))
-                labels.setdefault(system, (run, system))
+                for text in (label, system, *run.system_aliases.get(system, ())):
+                    add(text, (run, system))
     for tr in table.iterfind(".//tbody/tr"):
         cells = tr.findall("td")
         at = next((k for k, cell in enumerate(cells[:2]) if cell.text_content().strip() in labels
                    and cell.find(".//a") is None), None)
         if at is None:
             continue
-        run, system = labels[cells[at].text_content().strip()]
-        base = {facet: _named_in(title, run.words.get(facet, {})) for facet in ("config", "group")}
-        for facet in ("config", "group"):   # a cell of the row that is a config or group ("EME") narrows it
-            named = {run.words.get(facet, {}).get(c.text_content().strip()) for c in cells[at + 1:]} - {None}
-            if len(named) == 1:
-                base[facet] = named.pop()
+        chosen = None
+        for run, system in labels[cells[at].text_content().strip()]:
+            base = {facet: _named_in(title, run.words.get(facet, {})) for facet in ("config", "group")}
+            for facet in ("config", "group"):   # a cell of the row that is a config or group ("EME") narrows it
+                named = {run.words.get(facet, {}).get(c.text_content().strip())
+                         for k, c in enumerate(cells) if k != at} - {None}
+                if len(named) == 1:
+                    base[facet] = named.pop()
+            fits = system is None or base["config"] is None or base["config"] in run.system_configs.get(system, [base["config"]])
+            if fits:
+                chosen = (run, system, base)
+                break
+            chosen = chosen or (run, system, base)
+        run, system, base = chosen
         _wrap(cells[at], items_url(run.viewer, system=system, **base), f"the items of {cells[at].text_content().strip()}")
         for header, cell in zip(headers[at + 1:], cells[at + 1:], strict=False):
             text = cell.text_content().strip()
@@ -415,7 +450,8 @@ def _card(page: SitePage) -> str:
         return "\n".join(parts)
     parts.append("<table><thead><tr><th>run</th><th>headline</th><th>value [95% interval]</th></tr></thead><tbody>")
     for run in page.runs:
-        shown = run.headlines[:CARD_HEADLINES] or [Headline(run.label, run.note or "", "")]
+        ranked = _best_first(run.headlines)
+        shown = ranked[:CARD_HEADLINES] or [Headline(run.label, run.note or "", "")]
         more = len(run.headlines) - len(shown)
         name = html.escape(run.label)
         if run.viewer:
@@ -426,10 +462,24 @@ def _card(page: SitePage) -> str:
             first = f'<td rowspan="{rows}">{name}</td>' if k == 0 else ""
             parts.append(f"<tr>{first}<td>{html.escape(metric)}</td><td>{html.escape(h.value)}</td></tr>")
         if more > 0:
-            parts.append(f'<tr><td colspan="2" class="more">and {more} more on <a href="{html.escape(page.name)}.html">'
+            best = "the best shown; " if ranked is not run.headlines else ""
+            parts.append(f'<tr><td colspan="2" class="more">{best}and {more} more on <a href="{html.escape(page.name)}.html">'
                          "the page</a></td></tr>")
     parts += ["</tbody></table>", "</section>"]
     return "\n".join(parts)
+
+
+def _best_first(headlines: list[Headline]) -> list[Headline]:
+    """A run's headlines, best first, when it has more than the card shows and each has an
+    estimate with the same direction (MHER's 16 baselines, each an accuracy); otherwise as
+    the run gives them (the same list object)."""
+    if len(headlines) <= CARD_HEADLINES:
+        return headlines
+    if any(h.estimate is None or h.higher_is_better is None for h in headlines) \
+            or len({h.higher_is_better for h in headlines}) != 1:
+        return headlines
+    sign = -1 if headlines[0].higher_is_better else 1
+    return sorted(headlines, key=lambda h: sign * h.estimate)
 
 
 def _inline(markdown_text: str) -> str:
@@ -471,7 +521,7 @@ def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str 
         data = {s.title: to_native(s.data) for s in pages[0].sections}
     else:
         data = {p.title: {s.title: to_native(s.data) for s in p.sections} for p in pages}
-    rendered["report.json"] = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    rendered["report.json"] = _report_json(data, out_dir)
     for name, content in rendered.items():
         write_text_atomic(out_dir / name, content)
     return final_path(out_dir / "index.md")
@@ -494,12 +544,32 @@ def write_report(sections: list[ReportSection], out_dir: Path, title: str, intro
     rendered = {
         "index.md": _strip_items_links(text, []),
         "index.html": markdown_to_html(text, title),
-        "report.json": json.dumps({s.title: to_native(s.data) for s in sections}, indent=2, ensure_ascii=False,
-                                  default=str) + "\n",
+        "report.json": _report_json({s.title: to_native(s.data) for s in sections}, out_dir),
     }
     for name, content in rendered.items():
         write_text_atomic(out_dir / name, content)
     return final_path(out_dir / "index.md")
+
+
+def _report_json(data, out_dir: Path) -> str:
+    """report.json: every number, with the local paths the runs recorded (their dataset
+    folders, run folders) made relative to the report folder, since a report is shared and
+    its folder's place on the user's disk is nobody else's business."""
+    return json.dumps(_relative_paths(data, final_path(Path(out_dir))), indent=2, ensure_ascii=False,
+                      default=str) + "\n"
+
+
+def _relative_paths(value, root: Path):
+    import os
+
+    if isinstance(value, dict):
+        return {k: _relative_paths(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relative_paths(v, root) for v in value]
+    if (isinstance(value, str) and os.path.isabs(value) and "\n" not in value and len(value) < 4096
+            and Path(value).exists()):
+        return Path(os.path.relpath(final_path(Path(value)).resolve(), Path(root).resolve())).as_posix()
+    return value
 
 
 def _built_from_runs(runs: Sequence[SiteRun]) -> str:
@@ -571,6 +641,8 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
     """`histbench report <benchmark>`: the evaluator's report, written atomically into the
     folder its `report_out(args)` names (nothing staged when it names none), as a site: an
     index card, the benchmark's page, and a viewer of every run it reads (viewer/RUN/)."""
+    check_runs_dataset(evaluator, evaluator.report_runs(args), getattr(args, "dataset", None),
+                       getattr(args, "revision", None))
     out = evaluator.report_out(args)
     if out is None:
         evaluator.run_report(args)
@@ -583,6 +655,27 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
             evaluator.run_report(args)
         finally:
             _SITE.reset(token)
+
+
+def check_runs_dataset(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], dataset: str | None,
+                       revision: str | None) -> None:
+    """`histbench report --dataset BUILD`: every run must have been made on that build (the
+    data_sha256 each run records). Without --dataset nothing is checked here (a benchmark's
+    report that reads the build checks its runs against the build it opens)."""
+    if not dataset:
+        return
+    from histbench.core.dataset import BuiltDataset
+    from histbench.core.errors import EvalError
+
+    expected = BuiltDataset.open(dataset, revision=revision, benchmark=evaluator.name).identity().get("data_sha256")
+    for run_dir in run_dirs:
+        recorded = (evaluator.results(Path(run_dir)).info.get("dataset") or {}).get("data_sha256")
+        if recorded is None:
+            raise EvalError("the run records no build (data_sha256), so it cannot be checked against --dataset",
+                            file=run_dir)
+        if recorded != expected:
+            raise EvalError(f"the run was made on build data {recorded[:12]}, not on {dataset} "
+                            f"(data {str(expected)[:12]}): report runs of one build together", file=run_dir)
 
 
 def site_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path, viewer_dir: Path) -> list[SiteRun]:
@@ -617,6 +710,12 @@ def site_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root
             headlines, note = [], f"no headline: {exc}"
         else:
             note = None
+        configs: dict[str, set[str]] = {}
+        for item in viewed.items:
+            if item.get("system") is not None and item.get("config") is not None:
+                configs.setdefault(str(item["system"]), set()).add(str(item["config"]))
         runs.append(SiteRun(viewed.label, run_dir, f"{relative}/index.html", headlines,
-                            {f: viewed.words(f) for f in ("config", "group")}, systems, note))
+                            {f: viewed.words(f) for f in ("config", "group")}, systems, note,
+                            system_aliases={str(k): [str(a) for a in v] for k, v in viewed.aliases.get("system", {}).items()},
+                            system_configs={k: sorted(v) for k, v in configs.items()}))
     return runs

@@ -177,7 +177,8 @@ def write_viewer(run: ViewerRun, out: Path, *, chunk_size: int = CHUNK_SIZE) -> 
     counts = Counter(item["outcome"] for item in run.items)
     meta = {
         "title": f"{run.label}: {len(run.items):,} items ({run.benchmark})",
-        "subtitle": f"run folder {run.run_dir}; outcomes: "
+        # the run folder by its name: the page is shared, and the folder's absolute path is the user's disk
+        "subtitle": f"run folder {Path(run.run_dir).name or run.run_dir}; outcomes: "
                     + (", ".join(f"{counts[o]:,} {o}" for o in OUTCOMES if counts[o]) or "none"),
         "benchmark": run.benchmark, "label": run.label, "notes": list(run.notes),
         "n_items": len(run.items), "chunk_size": chunk_size, "n_chunks": n_chunks, "facets": facets,
@@ -198,7 +199,33 @@ def write_viewer(run: ViewerRun, out: Path, *, chunk_size: int = CHUNK_SIZE) -> 
         for n in range(n_chunks):
             chunk = run.items[n * chunk_size:(n + 1) * chunk_size]
             _write(tmp / "items" / f"chunk-{n:04d}.js", f"window.histbenchViewer.chunk({n}, {_script_json(chunk)});\n")
+            texts = [search_text(item) for item in chunk]
+            _write(tmp / "items" / f"search-{n:04d}.js", f"window.histbenchViewer.search({n}, {_script_json(texts)});\n")
     return out / "index.html"
+
+
+def search_text(item: Mapping) -> str:
+    """What the viewer's text search reads of an item: every text and number it holds (not
+    its field names), lower-cased, joined by spaces; computed once here, so that a search
+    reads these strings instead of parsing every item."""
+    parts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, bool):
+            parts.append("true" if value else "false")
+        else:
+            parts.append(str(value))
+
+    walk(_json_value(item))
+    return " ".join(parts).lower()
 
 
 def _write(path: Path, text: str) -> None:

@@ -19,8 +19,9 @@ histbench.api). `load` opens one config of a build; `results` reads a finished r
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
+from histbench.core.results import Results
+
 from .api import benchmarks, build, evaluate, load, push, report, results, validate
-from .run_results import Results
 
 try:
     __version__ = _version("histbench")

@@ -1,8 +1,10 @@
 """The `histbench` command: build, validate, push, eval, report, view, demo.
 
 Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
-(histbench.eval.<name>); this module only wires them into argparse, and the Python API
-(histbench.api) parses its keyword arguments with this same parser. Any `HistbenchError`
+(histbench.eval.<name>). This module parses the command line with argparse, from each
+command's options as histbench.options declares them, and calls the Python API
+(histbench.api) with what it parsed; the API resolves keyword arguments against the same
+declarations, without a parser. Any `HistbenchError`
 is printed as one line (plus its detail lines, if any) and the exit status is 2; so is a
 missing optional dependency, with the extra that installs it.
 """
@@ -13,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from histbench import api
 from histbench.core.errors import HistbenchError, UsageError
 
 EXIT_ERROR = 2
@@ -26,59 +29,30 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_build(subparsers, builders) -> None:
+    from histbench.options import build_options
+
     build = subparsers.add_parser(
         "build", help="build a benchmark dataset from raw source files",
         description="Build a benchmark from your raw files into build/<benchmark>-<version>/.",
     )
     per_benchmark = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     for name, builder in builders.items():
-        manifest = builder.manifest()
         parser = per_benchmark.add_parser(name, help=builder.title, description=f"Build {builder.title}.")
-        group = parser.add_argument_group(f"raw inputs (see sources/{name}/manifest.yaml)")
-        for spec in manifest.inputs.values():
-            text = spec.description
-            if spec.formats:
-                text += f" [{', '.join('.' + f if f else 'no extension' for f in spec.formats)}]"
-            if spec.obtain:
-                text += f"; obtain: {spec.obtain}"
-            group.add_argument(
-                spec.option, dest=f"input_{spec.role}", nargs="+" if spec.multiple else None,
-                metavar="DIR" if spec.kind == "directory" else "FILE", help=text,
-            )
-        parser.add_argument(
-            "--sample", action="store_true",
-            help=f"build the small sample bundled with histbench (sources/{name}/sample/, with the options "
-                 "`histbench demo` uses) instead of your files",
-        )
-        parser.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
-        parser.add_argument("--seed", type=int, default=0, help="seed for every random choice (default: 0)")
-        parser.add_argument(
-            "--allow-checksum-mismatch", action="store_true",
-            help="accept input files whose sha256 matches no known release (recorded in histbench.json)",
-        )
-        builder.add_arguments(parser)
-        parser.set_defaults(func=_run_build, builder=builder, input_roles=list(manifest.inputs))
-
-
-def _run_build(args) -> None:
-    from histbench.api import build_from_args
-
-    print(build_from_args(args))
+        options = build_options(name)
+        options.add_to(parser)
+        parser.set_defaults(func=lambda args, o=options: print(api.build(args.benchmark, **o.keywords(args))))
 
 
 def _run_validate(args) -> None:
-    from histbench.api import validate
-
-    result = validate(args.path, revision=args.revision)
+    result = api.validate(args.path, revision=args.revision)
     rows = sum(sum(splits.values()) for splits in result["rows"].values())
     print(f"ok: {result['benchmark']} {result['version']} at {result['path']} ({rows:,} rows, every file and row checked)")
 
 
 def _run_push(args) -> None:
-    from histbench.api import push
+    from histbench.options import PUSH
 
-    plan = push(args.path, args.repo_id, public=args.public, confirm_redistribution=args.confirm_redistribution_rights,
-                dry_run=args.dry_run)
+    plan = api.push(**PUSH.keywords(args))
     print(plan.describe())
     if plan.url:
         print(f"uploaded ({plan.visibility}): {plan.url}")
@@ -92,30 +66,27 @@ def _run_demo(args) -> None:
 
 
 def _evaluator_parsers(subparsers, evaluators, builders) -> None:
-    from histbench.eval.plugin import run_evaluations
+    from histbench.options import eval_options, report_options
 
     eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
     per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
     per_report = report_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
-    for name, evaluator in evaluators.items():
+    for name in evaluators:
         title = builders[name].title
         parser = per_eval.add_parser(name, help=f"score models on {title}", description=f"Score models on {title}.")
-        evaluator.add_eval_arguments(parser)
-        parser.set_defaults(func=lambda a, e=evaluator: run_evaluations(e, a))
+        options = eval_options(name)
+        options.add_to(parser)
+        parser.set_defaults(func=lambda args, o=options: api.run_evaluation(args.benchmark, verbose=True,
+                                                                           **o.keywords(args)))
         parser = per_report.add_parser(name, help=f"tables and figures from {name} runs",
                                        description=f"Tables and figures from runs of `histbench eval {name}`.")
-        evaluator.add_report_arguments(parser)
-        parser.set_defaults(func=lambda a, e=evaluator: _run_report(e, a))
+        options = report_options(name)
+        options.add_to(parser)
+        parser.set_defaults(func=lambda args, o=options: api.report(args.benchmark, verbose=True, **o.keywords(args)))
     for evaluator in evaluators.values():
         evaluator.add_commands(subparsers)
     _add_export(subparsers, evaluators)
-
-
-def _run_report(evaluator, args) -> None:
-    from histbench.eval.report import run_report
-
-    run_report(evaluator, args)
 
 
 def _add_export(subparsers, evaluators) -> None:
@@ -146,6 +117,7 @@ def make_parser() -> argparse.ArgumentParser:
     from histbench.builders.machinery.build import discover_builders
     from histbench.core.version import histbench_version
     from histbench.eval.plugin import discover_evaluators
+    from histbench.options import PUSH, VALIDATE
 
     builders = discover_builders()
     evaluators = discover_evaluators(builders)
@@ -159,21 +131,9 @@ def make_parser() -> argparse.ArgumentParser:
     _add_build(subparsers, builders)
 
     validate = subparsers.add_parser("validate", help="check a built folder (or Hub dataset) against its histbench.json")
-    validate.add_argument("path", help="build/<benchmark>-<version> or a Hub dataset id ORG/NAME")
-    validate.add_argument("--revision", help="Hub revision (tag, branch or commit) when PATH is a Hub id")
-    validate.set_defaults(func=_run_validate)
-
+    VALIDATE.add_to(validate).set_defaults(func=_run_validate)
     push = subparsers.add_parser("push", help="upload a built folder to the Hugging Face Hub and tag its version")
-    push.add_argument("path", type=Path, help="build/<benchmark>-<version>")
-    push.add_argument("--repo-id", required=True, help="dataset repository ORG/NAME")
-    push.add_argument("--public", action="store_true",
-                      help="create the repository as public (default: private); gated when a source forbids redistribution")
-    push.add_argument("--confirm-redistribution-rights", action="store_true",
-                      help="with --public: you confirm the sources' terms let you publish this build "
-                      "(needed when any source forbids redistribution or does not say)")
-    push.add_argument("--dry-run", action="store_true",
-                      help="show what would be uploaded, where, and what the sources' terms say; upload nothing")
-    push.set_defaults(func=_run_push)
+    PUSH.add_to(push).set_defaults(func=_run_push)
 
     _evaluator_parsers(subparsers, evaluators, builders)
     from histbench.eval.viewer import add_view_command
@@ -189,17 +149,32 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(action.choices)
+
+
 def _print_error(error: HistbenchError) -> None:
-    print(f"histbench: error: {error}", file=sys.stderr)
+    from histbench.core.secrets import redact
+
+    # a URL's user part and secret query values, and every credential this process read, never reach stderr
+    print(redact(f"histbench: error: {error}"), file=sys.stderr)
     for line in error.details:
-        print(f"  - {line}", file=sys.stderr)
+        print(redact(f"  - {line}"), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from histbench.core.signals import Terminated, signals_as_interrupts
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = make_parser()
-        args = parser.parse_args(argv)
-        args.func(args)
+        with signals_as_interrupts():   # SIGTERM/SIGHUP end the command as Ctrl-C does: staging removed
+            parser = make_parser()
+            if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+                raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
+                                 f"({', '.join(_commands(parser))}; see --help)")
+            args = parser.parse_args(argv)
+            args.func(args)
     except HistbenchError as error:
         _print_error(error)
         return EXIT_ERROR
@@ -211,6 +186,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _print_error(error)
         return EXIT_ERROR
+    except OSError as exc:   # a file the system refused (permission, read-only, disk full ...): one line
+        from histbench.core.errors import from_os_error
+
+        _print_error(from_os_error(exc))
+        return EXIT_ERROR
+    except Terminated as stop:
+        print(f"histbench: stopped by {stop.name} (completed work is kept; rerun to resume)", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("histbench: interrupted (completed work is kept; rerun to resume)", file=sys.stderr)
         return 130

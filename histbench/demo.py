@@ -87,7 +87,7 @@ def _build_section(builder, folder: Path) -> tuple[str, dict]:
     first_split = next(iter(manifest["rows"][first_config]))
     sample = load_build_config(folder, first_config, first_split, manifest["data_sha256"])
     lines = [
-        f"Built from the bundled sample sources into `{folder}` "
+        f"Built from the bundled sample sources into `{folder.name}` "
         f"(data sha256 `{manifest['data_sha256'][:16]}`); validated, and every config loaded back "
         "with `datasets.load_dataset` equals what was written.",
         "",

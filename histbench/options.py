@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -178,11 +177,11 @@ class OptionSet:
         for option in self.options:
             values[option.dest] = option.default()
         for name, value in given.items():
+            if value is None:   # as not given (the API's keywords default to None)
+                continue
             option = by_keyword.get(name)
             if option is None:
                 raise UsageError(f"{self.prog}: no option {name!r} (options: {', '.join(self.names)})", field=name)
-            if value is None:
-                continue
             values[option.dest] = option.value(value, self.prog)
         missing = [o.flag for o in self.options if o.required and given.get(o.keyword) is None]
         if missing:
@@ -205,7 +204,6 @@ class _Group:
 # --------------------------------------------------------------------------- the commands
 
 
-@cache
 def build_options(benchmark: str) -> OptionSet:
     """`histbench build BENCHMARK`: the raw inputs its source manifest names (keywords: the
     roles), --sample, --out, --seed, --allow-checksum-mismatch and the builder's own."""
@@ -238,30 +236,21 @@ def build_options(benchmark: str) -> OptionSet:
     return options
 
 
-def _evaluator(benchmark: str):
-    from histbench.builders.machinery.build import get_builder
-    from histbench.eval.plugin import discover_evaluators
-
-    get_builder(benchmark)  # an unknown name gets the list of known ones
-    evaluator = discover_evaluators([benchmark]).get(benchmark)
-    if evaluator is None:
-        raise UsageError(f"{benchmark} has no evaluator")
-    return evaluator
-
-
-@cache
 def eval_options(benchmark: str) -> OptionSet:
     """`histbench eval BENCHMARK`: the evaluator's options."""
+    from histbench.eval.plugin import get_evaluator
+
     options = OptionSet(f"histbench eval {benchmark}")
-    _evaluator(benchmark).add_eval_arguments(options)
+    get_evaluator(benchmark).add_eval_arguments(options)
     return options
 
 
-@cache
 def report_options(benchmark: str) -> OptionSet:
     """`histbench report BENCHMARK`: the evaluator's options (the runs are its positional)."""
+    from histbench.eval.plugin import get_evaluator
+
     options = OptionSet(f"histbench report {benchmark}")
-    _evaluator(benchmark).add_report_arguments(options)
+    get_evaluator(benchmark).add_report_arguments(options)
     return options
 
 

@@ -1,6 +1,12 @@
-"""Test-wide settings: never touch the network or the user's caches."""
+"""Test-wide settings: never touch the network or the user's caches; under pytest-xdist,
+each worker's share of the CPUs, the slow tests sent first, and set-up shared by the
+workers of one run (run_cache)."""
 
+import hashlib
+import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +15,79 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HISTBENCH_PROGRESS"] = "0"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Under pytest-xdist (`make test` runs `-n` with one worker per usable CPU), each worker's
+# torch, OpenMP and BLAS thread pools get its share of the CPUs: two workers of two threads
+# each on two cores wait on each other's spinning threads (a model test ran several times
+# slower so). Subprocesses inherit the variables. Set here, before anything imports numpy
+# or torch; a value you set yourself is kept.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _threads = str(max(1, usable_cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, _threads)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the tests marked slow are collected first (in their order), so
+    that the workers start on them and the run does not end waiting for one long test
+    that was handed out last. A serial run keeps pytest's order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session")
+def run_cache(tmp_path_factory):
+    """run_cache(key, make) -> folder: `make(folder)` fills `folder` once per test run;
+    every test (and every pytest-xdist worker of the run) asking for the same key gets the
+    same folder. The first asker makes it under a file lock, the others wait for it. Keys
+    name what is made and every input that changes it. Read-only for the tests: a test that
+    writes into it works on a copy (shutil.copytree)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    # A worker's basetemp is <the run's basetemp>/popen-gwN: the parent is this run's alone.
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "run-cache"
+    root.mkdir(exist_ok=True)
+
+    def once(key: str, make) -> Path:
+        folder = root / key
+        done = root / f"{key}.done"
+        with FileLock(str(root / f"{key}.lock")):
+            if not done.is_file():
+                shutil.rmtree(folder, ignore_errors=True)  # left by a make() that failed
+                folder.mkdir()
+                make(folder)
+                done.touch()
+        return folder
+
+    return once
+
+
+@pytest.fixture(scope="session")
+def built_sample(run_cache):
+    """built_sample(name, **options) -> the build folder of `name`'s bundled sample, as
+    `histbench build NAME --sample` makes it (the builder's demo options, updated by
+    `options`), built once per test run (run_cache). Read-only: copy it to write into it."""
+
+    def build(name: str, **options) -> Path:
+        from histbench.builders.machinery.build import get_builder, run_build
+
+        builder = get_builder(name)
+        digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()[:12]
+        folder = run_cache(f"sample-{name}-{digest}", lambda out: run_build(
+            builder, builder.manifest().sample_paths(), options={**builder.demo_options(), **options}, out_root=out))
+        return builder.output_dir(folder)
+
+    return build
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from histbench.core.progress import progress
 
 from .countries import CountryTable
 from .gold import CELL_RULES, MIN_RESPONDENTS, tabulate
+from .mcq_audit import mcq_shortcut_audit, mcq_shortcut_markdown
 from .pairs import NOISE_DRAWS, Cell, build_records
 from .prompts import PromptTemplates
 from .readers import read_meta
@@ -342,6 +343,7 @@ def _summary(configs, stats, files, registry, cell_rules, cells_ok, invalid, unr
         "per_region": dict(sorted(per_region.items())),
         "mode_change": stats["mode_change"],
         "mcq": stats["mcq"],
+        "mcq_shortcut_audit": mcq_shortcut_audit(configs["mcq"]),
         "sampling_noise": stats["noise"],
         "exclusions": {
             "respondents_per_file": [f.report.to_json() for f in files],
@@ -400,6 +402,8 @@ def _markdown(s: dict) -> str:
         f"their mode (paper 68.2%); {_pct(m['stable_pairs_mode_changed_share'])} of {m['stable_pairs']} stable pairs "
         f"change it (paper 8.5%). Modal-answer config: {s['mcq']['rows']} pairs "
         f"{json.dumps(s['mcq']['by_shift_category'])}; excluded {json.dumps(s['mcq']['excluded'])}.",
+        "",
+        mcq_shortcut_markdown(s["mcq_shortcut_audit"]),
         "",
     ]
     noise = s["sampling_noise"]

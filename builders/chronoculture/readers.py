@@ -225,7 +225,13 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
                 if mapped and labelled_columns is not None:
                     labelled_columns[wanted[column]] = mapped
             else:
-                frame[column] = pd.to_numeric(frame[column], errors="coerce")
+                numbers = pd.to_numeric(frame[column], errors="coerce")
+                text = frame[column][numbers.isna() & (frame[column].astype("string").str.strip().fillna("") != "")]
+                if column in id_columns and len(text):   # a year or wave of words is no missing value
+                    shown = ", ".join(repr(str(v)) for v in text.drop_duplicates()[:3])
+                    raise SourceError(f"{len(text):,} respondents hold text where a number is expected ({shown})",
+                                      file=path, field=wanted[column])
+                frame[column] = numbers
         if frame[column].dtype != np.float64:
             frame[column] = frame[column].astype(np.float64)
         if column in id_columns:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from histbench.builders.machinery import shortcuts
 from histbench.builders.machinery.build import BenchmarkBuilder, BuildContext
 from histbench.builders.machinery.writer import BuildOutput
 from histbench.core.errors import UsageError
@@ -47,6 +48,8 @@ DEFAULTS = {
     "wsd_max_phrase_words": 8,
     "wsd_similarity_threshold": 0.7,
     "wsd_questions": 200,
+    "wsd_distractor_choice": "length-balanced",
+    "wsd_reviews": None,
     "classense_subset": 25,
     "classense_subset_draws": 5000,
     "bellini_languages": ["it"],
@@ -56,14 +59,18 @@ DEFAULTS = {
     "genres": ["poetry", "narrative"],
     "ranking_min_gap": 100,
     "authorship_max_gap": 50,
+    "snippet_choice": "length-balanced",
+    "ranking_max_length_spearman": 0.2,
     "deprel_per_relation": 2,
     "deprel_exclude": ["root"],
+    "deprel_distractors": "length-balanced",
     "intertext_types": ["CONCORDANZA STRINGENTE"],
     "intertext_query": None,
     "intertext_chunk_lines": 4,
     "intertext_min_score": 60.0,
     "rdf_max_triples": 10_000_000,
     "skip_bad_files": False,
+    "allow_shortcuts": False,
 }
 
 
@@ -101,6 +108,12 @@ class ItalianBuilder(BenchmarkBuilder):
         w.add_argument("--wsd-max-phrase-words", type=int, default=8, help="notes covering more words are passage comments (default 8)")
         w.add_argument("--wsd-similarity-threshold", type=float, default=0.7, help="keep entries whose phrase-answer similarity is below this (default 0.7)")
         w.add_argument("--wsd-questions", type=int, default=200, help="questions drawn (seeded) from the entries that pass (default 200; 0 = all)")
+        w.add_argument("--wsd-distractor-choice", choices=("length-balanced", "first"), default="length-balanced",
+                       help="length-balanced (default): among the usable distractors, five such that the answer's length "
+                            "rank among the six is balanced over the questions; first: the first five in order of the sources")
+        w.add_argument("--reviews", type=Path, metavar="SHEET",
+                       help="a filled review sheet (`histbench review italian BUILD --out SHEET`): keep / correct / drop "
+                            "questions, drop or replace distractors; recorded per question and in the card")
         n = parser.add_argument_group("ner (3.2)")
         n.add_argument("--classense-subset", type=int, default=25, help="letters in the Classense subset (default 25; 0 = all)")
         n.add_argument("--classense-subset-draws", type=int, default=5000, help="seeded candidate subsets compared by chi-square (default 5000)")
@@ -112,9 +125,18 @@ class ItalianBuilder(BenchmarkBuilder):
         b.add_argument("--genres", nargs="+", default=["poetry", "narrative"], help="genres used (Biblioteca Italiana CGB terms Poesia, Narrativa)")
         b.add_argument("--ranking-min-gap", type=int, default=100, help="minimum birth-year gap between ranked authors (default 100)")
         b.add_argument("--authorship-max-gap", type=int, default=50, help="the other author is born less than this many years apart (default 50)")
+        b.add_argument("--snippet-choice", choices=("length-balanced", "paper"), default="length-balanced",
+                       help="length-balanced (default): choose snippets so that length does not give the answer; "
+                            "paper: the most / least similar snippets as 3.3 describes (length then predicts the answer)")
+        b.add_argument("--ranking-max-length-spearman", type=float, default=0.2,
+                       help="length-balanced ranking: largest |Spearman(length, birth year)| among a question's four snippets (default 0.2)")
         s = parser.add_argument_group("head and deprel (3.4)")
         s.add_argument("--deprel-per-relation", type=int, default=2)
         s.add_argument("--deprel-exclude", nargs="*", default=["root"], help="relations never asked about (default: root)")
+        s.add_argument("--deprel-distractors", choices=("length-balanced", "most-frequent"), default="length-balanced",
+                       help="length-balanced (default): the most frequent relations for the word's part of speech such that "
+                            "the answer's name-length rank is balanced over the questions; most-frequent: the three most "
+                            "frequent (3.4)")
         i = parser.add_argument_group("intertext (3.5)")
         i.add_argument("--intertext-types", nargs="+", default=["CONCORDANZA STRINGENTE"], help="citation types kept")
         i.add_argument("--intertext-query", type=Path, help="SPARQL query file (default: sources/italian/dantesources.rq)")
@@ -125,6 +147,7 @@ class ItalianBuilder(BenchmarkBuilder):
         r = parser.add_argument_group("whole-corpus builds")
         r.add_argument("--skip-bad-files", action="store_true",
                        help="skip damaged files (empty, not well-formed, not TEI, cut CoNLL-U) and count them, instead of stopping")
+        shortcuts.add_arguments(r)
 
     def options_from_args(self, args: argparse.Namespace) -> dict:
         return {
@@ -137,6 +160,8 @@ class ItalianBuilder(BenchmarkBuilder):
             "wsd_max_phrase_words": args.wsd_max_phrase_words,
             "wsd_similarity_threshold": args.wsd_similarity_threshold,
             "wsd_questions": args.wsd_questions,
+            "wsd_distractor_choice": args.wsd_distractor_choice,
+            "wsd_reviews": str(args.reviews) if args.reviews else None,
             "classense_subset": args.classense_subset,
             "classense_subset_draws": args.classense_subset_draws,
             "bellini_languages": args.bellini_languages,
@@ -146,14 +171,18 @@ class ItalianBuilder(BenchmarkBuilder):
             "genres": args.genres,
             "ranking_min_gap": args.ranking_min_gap,
             "authorship_max_gap": args.authorship_max_gap,
+            "snippet_choice": args.snippet_choice,
+            "ranking_max_length_spearman": args.ranking_max_length_spearman,
             "deprel_per_relation": args.deprel_per_relation,
             "deprel_exclude": args.deprel_exclude,
+            "deprel_distractors": args.deprel_distractors,
             "intertext_types": args.intertext_types,
             "intertext_query": str(args.intertext_query) if args.intertext_query else None,
             "intertext_chunk_lines": args.intertext_chunk_lines,
             "intertext_min_score": args.intertext_min_score,
             "rdf_max_triples": args.rdf_max_triples,
             "skip_bad_files": args.skip_bad_files,
+            "allow_shortcuts": args.allow_shortcuts,
         }
 
     def demo_options(self) -> dict:

@@ -1,7 +1,9 @@
 """The authors table: name -> birth year, aliases, and the other tasks an author appears in.
 
 `sources/italian/authors.csv` ships with the project (columns: name, birth_year, aliases
-separated by ";", other_tasks separated by ";", note). A user's table given with
+separated by ";", other_tasks separated by ";", note, source: the public reference the
+birth year was checked against; every author of the Biblioteca Italiana books histbench's
+tests read has one). Only name and birth_year are required in a user's table. A user's table given with
 `--authors` is read on top of it: its rows add authors or replace the shipped row of the
 same name. Names are matched after folding accents, case and punctuation; "Surname,
 Name" (the Biblioteca Italiana sourceDesc form) also matches "Name Surname".
@@ -44,6 +46,7 @@ class Author:
     other_tasks: tuple[str, ...]
     note: str
     table: str
+    source: str = ""
 
 
 class AuthorTable:
@@ -70,7 +73,8 @@ class AuthorTable:
                         raise SourceError(f"birth_year must be a whole year, got {raw_year!r}", file=path, row=row_number, field="birth_year") from exc
                     aliases = tuple(a.strip() for a in (row.get("aliases") or "").split(";") if a.strip())
                     tasks = tuple(t.strip() for t in (row.get("other_tasks") or "").split(";") if t.strip())
-                    self.add(Author(name, year, aliases, tasks, (row.get("note") or "").strip(), label))
+                    self.add(Author(name, year, aliases, tasks, (row.get("note") or "").strip(), label,
+                                    (row.get("source") or "").strip()))
                     count += 1
         except OSError as exc:
             raise SourceError(f"cannot read the authors table: {exc}", file=path) from exc
@@ -94,6 +98,9 @@ class AuthorTable:
                 if key in self._keys:
                     return self.by_name[self._keys[key]]
         return None
+
+    def with_source(self) -> int:
+        return sum(1 for a in self.by_name.values() if a.source)
 
     def excluded_names(self) -> set[str]:
         """Authors who appear in another task of the benchmark."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from histbench.builders.machinery import shortcuts
 from histbench.builders.machinery.build import BuildContext
 from histbench.builders.machinery.writer import BuildOutput, sha256_path
 from histbench.core.errors import BuildError, SourceError
@@ -34,6 +36,7 @@ class _Run:
         self.chat = None
         self.bad = BadFiles(bool(options["skip_bad_files"]))
         self.repairs: list[str] = []       # repairs made while reading (NUL bytes removed), named per file
+        self.audits: dict[str, dict] = {}  # config -> shortcut audit
 
     # -- shared ------------------------------------------------------------------
 
@@ -53,7 +56,8 @@ class _Run:
         table = AuthorTable()
         shipped = self.source("authors.csv")
         n = table.load(shipped, "shipped")
-        info = {"shipped": {"file": "sources/italian/authors.csv", "rows": n, "sha256": sha256_path(shipped)}}
+        info = {"shipped": {"file": "sources/italian/authors.csv", "rows": n, "rows_with_a_source": table.with_source(),
+                            "sha256": sha256_path(shipped)}}
         user = self.ctx.path("authors")
         if user is not None:
             info["user"] = {"file": user.name, "rows": table.load(user, "user"), "merge": "user rows add to / replace shipped rows"}
@@ -72,8 +76,17 @@ class _Run:
         return self.books
 
     def add(self, config: str, rows: list[dict], stats: dict, md: str) -> None:
+        from .audit import AUDITED, audit
+
         self.configs[config] = {SPLIT: rows}
         self.summary["tasks"][config] = {"questions": len(rows), **stats}
+        if config in AUDITED:
+            result = audit(config, rows, bool(self.o["allow_shortcuts"]))
+            self.audits[config] = result
+            self.summary["tasks"][config]["shortcut_audit"] = result
+            md += "\n\n" + shortcuts.markdown(result, config)
+            for rule in shortcuts.failing(result):
+                self.ctx.log(f"{config}: shortcut audit: {rule['title']} beats chance")
         self.md.append(f"**{config}** ({len(rows)} rows): {md}")
 
     def absent(self, config: str, why: str) -> None:
@@ -178,13 +191,15 @@ class _Run:
         entries = W.make_entries(read, phrases, self.o["wsd_context"], stats)
         prompts = yaml.safe_load(self.source("prompts.yaml").read_text(encoding="utf-8"))["build"]
         chat = self.chat_client()
+        refusals: Counter = Counter()     # offline screening: notes refused, by rule
         if chat is not None:
             W.chat_screen_and_answer(entries, chat, prompts, rules, stats)
         else:
             for entry in entries:
-                entry.screening = W.offline_screen(entry, rules)
-                if entry.screening["kept"]:
-                    entry.answer = W.offline_answer(entry, rules)
+                screened = W.offline_screen(entry, rules, stats, refusals)
+                entry.screening = {k: v for k, v in screened.items() if k != "answer"}
+                if screened["kept"]:
+                    entry.answer = screened["answer"]
                     entry.synthesis = W.OFFLINE_SYNTHESIS
         kept = [e for e in entries if e.screening["kept"]]
         stats["entries screened out (not about meaning)"] = len(entries) - len(kept)
@@ -195,30 +210,39 @@ class _Run:
         passing = [e for e in kept if e.similarity < threshold]
         stats[f"entries whose phrase-answer similarity is >= {threshold} (too easy, left out)"] = len(kept) - len(passing)
         rng = np.random.default_rng(self.ctx.seed)
-        limit = int(self.o["wsd_questions"])
-        chosen = passing
-        if limit and len(passing) > limit:
-            picks = sorted(int(i) for i in rng.choice(len(passing), size=limit, replace=False))
-            chosen = [passing[i] for i in picks]
-            stats[f"entries not drawn among the {limit} questions"] = len(passing) - limit
+        reviews = self.wsd_reviews()
+        usable, dropped_items = self.apply_reviews(passing, reviews, stats)
+        limit = int(self.o["wsd_questions"]) or len(usable)
         wiktionary = None
         if self.ctx.path("wiktionary") is not None:
-            wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in chosen if W.is_single_word(e)})
+            wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in usable if W.is_single_word(e)})
             self.summary["wiktionary"] = dict(wiktionary.stats)
         ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
-        W.choose_distractors(chosen, passing, self.embedder, threshold, wiktionary, ask_chat, stats)
+        distractor_rng = np.random.default_rng([self.ctx.seed, 3])
+        chosen: list = []
+        start = 0
+        while len(chosen) < limit and start < len(usable):
+            batch = usable[start:start + limit - len(chosen)]
+            start += len(batch)
+            W.choose_distractors(batch, passing, self.embedder, threshold, wiktionary, ask_chat, stats, rules,
+                                 distractor_rng, self.o["wsd_distractor_choice"] == "length-balanced")
+            for entry in batch:
+                if len(entry.distractors) < W.N_CANDIDATES - 1:
+                    stats["entries without five usable distractors (left out; the next entry is taken)"] += 1
+                else:
+                    chosen.append(entry)
+        if start < len(usable):
+            stats[f"entries not drawn among the {limit} questions"] = len(usable) - start
         rows = []
         sources: Counter = Counter()
         fallback_rows = 0
         similarity_model = self.embedder.identity()["model"]  # portable: no local directories
         for entry in chosen:
-            if len(entry.distractors) < W.N_CANDIDATES - 1:
-                stats["entries without five usable distractors (left out)"] += 1
-                continue
             kinds = [W.source_kind(s) for _, s in entry.distractors]
             sources.update(kinds)
             fallback_rows += any(k.startswith("offline fallback") for k in kinds)
             rows.append(W.to_record(entry, len(rows), rng, similarity_model))
+        review_summary = self.review_summary(reviews, rows, dropped_items, {W.item_key(e) for e in entries})
         funnel = W.funnel(stats, distinct_spans, len(kept), len(passing), len(rows))
         methods = {
             "screening": "chat: " + chat.spec if chat else W.OFFLINE_SCREENING,
@@ -246,9 +270,96 @@ class _Run:
         for line in [f"wsd funnel: {f['step']}: {f['this build']:,}" + ("" if f["paper (3.1)"] is None else f" (paper: {f['paper (3.1)']:,})")
                      for f in funnel]:
             self.ctx.log(line)
-        self.add("wsd", rows, {"counts": dict(stats), "funnel": funnel, "methods": methods,
+        if review_summary["sheet"]:
+            md += (f" Reviews ({review_summary['sheet']}): {review_summary['questions_reviewed']} of {len(rows)} questions "
+                   f"reviewed; {review_summary['gold_corrected']} answers corrected, {review_summary['items_dropped']} "
+                   f"questions dropped, {review_summary['distractors_dropped']} distractors dropped and "
+                   f"{review_summary['distractors_replaced']} replaced; decisions not applied (phrase not in this build): "
+                   f"{review_summary['not_applied']}.")
+        else:
+            md += (" **No question has been reviewed** (the paper's last step): write a sheet with `histbench review "
+                   "italian BUILD --out SHEET`, fill it, rebuild with `--reviews SHEET`.")
+        self.add("wsd", rows, {"counts": dict(stats), "funnel": funnel, "methods": methods, "review": review_summary,
+                               "offline_screening_refusals": dict(refusals.most_common()),
                                "commentators": read.commentators, "commentary_root": layout.commentary_root,
                                "not_read": layout.not_read, "excluded_note_examples": read.excluded_examples}, md)
+
+    def wsd_reviews(self):
+        from .review import read_reviews
+
+        path = self.o.get("wsd_reviews")
+        if not path:
+            return None
+        reviews = read_reviews(Path(path))
+        self.ctx.log(f"wsd reviews: {reviews.stats['items_reviewed']} questions decided in {reviews.path.name}")
+        return reviews
+
+    def apply_reviews(self, passing: list, reviews, stats: Counter) -> tuple[list, list[dict]]:
+        """The entries in the order questions are drawn (reviewed ones first, then a seeded
+        order by phrase, stable across rebuilds), with the reviewers' corrections applied and
+        their dropped questions left out (returned apart)."""
+        import hashlib
+
+        from . import wsd as W
+        from .embeddings import pair_similarity
+        from .review import NOT_REVIEWED
+
+        seed = self.ctx.seed
+        order = sorted(passing, key=lambda e: hashlib.sha256(f"{seed}:{W.item_key(e)}".encode()).hexdigest())
+        usable, reviewed, dropped, corrected = [], [], [], []
+        sheet = reviews.path.name if reviews else None
+        for entry in order:
+            review = reviews.get(W.item_key(entry)) if reviews else None
+            entry.review = review
+            if review is None:
+                entry.review_record = dict(NOT_REVIEWED)
+                usable.append(entry)
+                continue
+            if review.gold == "drop-item":
+                stats["entries dropped by a reviewer"] += 1
+                dropped.append({"item_key": W.item_key(entry), "target_phrase": entry.text, "answer": review.answer or entry.answer,
+                                "reviewer": review.reviewer, "comment": review.comment})
+                continue
+            original = None
+            if review.gold == "correct" and review.corrected != entry.answer:
+                original = entry.answer
+                entry.answer = review.corrected
+                entry.synthesis = f"reviewer's correction ({review.reviewer})"
+                corrected.append(entry)
+            entry.review_record = review.record(original, sheet)
+            reviewed.append(entry)
+        if corrected:
+            for entry, sim in zip(corrected, pair_similarity(self.embedder, [e.text for e in corrected],
+                                                             [e.answer for e in corrected]), strict=True):
+                entry.similarity = float(sim)
+        return reviewed + usable, dropped
+
+    def review_summary(self, reviews, rows: list[dict], dropped: list[dict], built_keys: set[str]) -> dict:
+        made = {r["item_key"] for r in rows} | {d["item_key"] for d in dropped}
+        summary = {"sheet": None, "questions_reviewed": 0, "questions_not_reviewed": len(rows), "gold_kept": 0,
+                   "gold_corrected": 0, "items_dropped": 0, "distractors_dropped": 0, "distractors_replaced": 0,
+                   "distractors_offered_since_the_review": 0, "reviewers": [], "dropped_items": [], "not_applied": 0,
+                   "not_applied_examples": []}
+        if reviews is None:
+            return summary
+        reviewed = [r for r in rows if r["review"]["status"] == "reviewed"]
+        missing = sorted(k for k in reviews.items if k not in made)
+        summary.update(
+            sheet=reviews.path.name, sheet_sha256=sha256_path(reviews.path), questions_reviewed=len(reviewed),
+            questions_not_reviewed=len(rows) - len(reviewed),
+            gold_kept=sum(1 for r in reviewed if r["review"]["gold"] == "keep"),
+            gold_corrected=sum(1 for r in reviewed if r["review"]["gold"] == "correct"),
+            items_dropped=len(dropped), distractors_dropped=sum(len(r["review"]["distractors_dropped"]) for r in reviewed),
+            distractors_replaced=sum(len(r["review"]["distractors_replaced"]) for r in reviewed),
+            distractors_offered_since_the_review=sum(len(r["review"]["distractors_new"]) for r in reviewed),
+            reviewers=reviews.stats["reviewers"], dropped_items=dropped, not_applied=len(missing),
+            not_applied_examples=[{"item_key": k, "why": ("the phrase is in the sources but not among this build's questions "
+                                                           "(screened out, too close to its answer, not drawn, or without "
+                                                           "five distractors)" if k in built_keys
+                                                           else "no such phrase in this build's sources"),
+                                   "target_phrase": reviews.items[k].target} for k in missing[:20]],
+        )
+        return summary
 
     def chat_client(self):
         if not self.o["chat_model"]:
@@ -270,7 +381,7 @@ class _Run:
         self.add("head", heads, {"counts": dict(head_stats)}, f"one question per sentence of {len(sentences)} sentences.")
         rel_stats = Counter(stats)
         rels = deprel_questions(sentences, names, int(self.o["deprel_per_relation"]), list(self.o["deprel_exclude"]),
-                                self.ctx.seed, rel_stats)
+                                self.ctx.seed, rel_stats, self.o["deprel_distractors"])
         types = len({q["deprel"] for q in rels})
         self.add("deprel", rels, {"counts": dict(rel_stats), "relation_types": types},
                  f"{self.o['deprel_per_relation']} questions per relation type, {types} types.")
@@ -330,14 +441,34 @@ class _Run:
             vectors = self.embedder.encode([s.text for s, _ in items])
             pool = Pool(genre, [s for s, _ in items], np.array([a.birth_year for _, a in items]), [a.name for _, a in items], vectors)
             n = int(self.o["questions_per_genre"])
-            ranking += ranking_questions(pool, n, int(self.o["ranking_min_gap"]), self.ctx.seed, stats)
-            authorship += authorship_questions(pool, n, int(self.o["authorship_max_gap"]), self.ctx.seed, stats)
+            ranking += ranking_questions(pool, n, int(self.o["ranking_min_gap"]), self.ctx.seed, stats,
+                                         self.o["snippet_choice"], float(self.o["ranking_max_length_spearman"]))
+            authorship += authorship_questions(pool, n, int(self.o["authorship_max_gap"]), self.ctx.seed, stats,
+                                               self.o["snippet_choice"])
+        without_year = sum(len(v) for v in missing.values())
         common = {"counts": dict(stats), "genres": genre_info, "authors_missing_birth_year": missing,
+                  "books_without_birth_year": without_year,
                   "excluded_authors_in_other_tasks": sorted(excluded)}
-        missing_md = (" Authors without a birth year (add them with --authors): " + "; ".join(sorted(missing)) + ".") if missing else ""
+        missing_md = ""
+        if missing:
+            missing_md = (f" **{without_year} book(s) by {len(missing)} author(s) have no birth year in the authors table and "
+                          "are left out of both tasks**: supply the years with `--authors FILE` (a CSV with name and "
+                          "birth_year columns, added to the shipped table). Authors: " + "; ".join(sorted(missing)) + ".")
         by_genre = lambda qs: ", ".join(f"{g} {sum(1 for q in qs if q['genre'] == g)}" for g in genres)  # noqa: E731
-        self.add("chrono_ranking", ranking, common, f"{by_genre(ranking)}; authors >= {self.o['ranking_min_gap']} years apart.{missing_md}")
-        self.add("authorship", authorship, common, f"{by_genre(authorship)}; other author born < {self.o['authorship_max_gap']} years apart.")
+        why_none = ""
+        if not ranking:
+            usable = {g: len(used_authors[g]) for g in genres}
+            why_none = (" **No ranking question**: a question needs four authors born at least "
+                        f"{self.o['ranking_min_gap']} years apart in one genre; authors with snippets per genre: "
+                        + ", ".join(f"{g} {n}" for g, n in usable.items()) + ".")
+        if missing:
+            self.ctx.log(f"{without_year} Biblioteca Italiana book(s) have no author birth year (left out): give --authors FILE")
+        self.add("chrono_ranking", ranking, common,
+                 f"{by_genre(ranking)}; authors >= {self.o['ranking_min_gap']} years apart; snippet choice: "
+                 f"{self.o['snippet_choice']}.{why_none}{missing_md}")
+        self.add("authorship", authorship, common,
+                 f"{by_genre(authorship)}; other author born < {self.o['authorship_max_gap']} years apart; snippet choice: "
+                 f"{self.o['snippet_choice']}.{missing_md}")
 
     def intertext(self) -> None:
         from .intertext import intertext_questions
@@ -405,6 +536,11 @@ class _Run:
             self.md.append("**Repaired before parsing**: " + "; ".join(self.repairs) + ".")
         if not self.configs:
             raise BuildError("no task could be built from the given sources")
+        if not any(rows for splits in self.configs.values() for rows in splits.values()):
+            raise BuildError("no task produced a question from the given sources; nothing was written",
+                             details=[re.sub(r"\*\*", "", line.split("\n\n")[0]) for line in self.md if "no birth year" in line or
+                                      "No ranking question" in line] or None)
+        shortcuts.refuse(self.audits, allow=bool(self.o["allow_shortcuts"]), benchmark="italian")
         order = [c for c in ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext") if c in self.configs]
         configs = {c: self.configs[c] for c in order}
         json.dumps(self.summary, default=str)  # fail early on anything not JSON-able

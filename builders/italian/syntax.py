@@ -24,7 +24,18 @@ Relation questions: `per_relation` (2) per relation type (root excluded by defau
 at random (seeded) among visible words with a visible head. Distractors: the three
 relations most frequent among the corpus's words of the same part of speech as the selected
 word (other than the true one; ties by name), filled from the corpus-wide most frequent
-relations when fewer. Relations are shown by readable names (sources/italian/deprel_names.yaml).
+relations when fewer (`--deprel-distractors most-frequent`). Relations are shown by readable
+names (sources/italian/deprel_names.yaml).
+
+Length-balanced relation distractors (the default): two questions per relation type make
+rare relations, whose readable names are long ("clausal modifier of a noun"), as frequent
+among the gold answers as common ones, while the most frequent distractors have short
+names ("object", "case marker"): on the real Cavalcanti treebank the longest name was the
+gold in 41% of the questions (chance 25%). So each question has a rank r in 0..3 (every
+block of four questions takes each rank once, in seeded order) and the distractors are the most frequent relations (same order as above) such
+that the gold name is longer than exactly r of them and as long as none; when r is not
+possible (the gold's name is among the longest or shortest), the nearest possible rank is
+used and counted.
 """
 
 from __future__ import annotations
@@ -356,8 +367,31 @@ def readable(deprel: str, names: dict) -> str:
     return deprel
 
 
+def _deprel_distractors(ranked: list[str], gold_name: str, names: dict, rank: int | None) -> tuple[list[str], int | None]:
+    """Three distractor relations from `ranked` (most frequent for the word's part of speech
+    first, then the others by overall frequency; names distinct), and the length rank used.
+
+    rank None: the three most frequent (3.4). Else the three with the smallest sum of
+    frequency places such that the gold name is longer than exactly `rank` of them and as
+    long as none of them; when no three can (a gold name longer than all but one or two
+    others), the feasible rank nearest to the drawn one (lower first)."""
+    if rank is None or len(ranked) < 3:
+        return ranked[:3], None
+    gold = len(gold_name)
+    lengths = [len(readable(r, names)) for r in ranked]
+    shorter = [i for i, n in enumerate(lengths) if n < gold]
+    longer = [i for i, n in enumerate(lengths) if n > gold]
+    feasible = [k for k in range(4) if len(shorter) >= k and len(longer) >= 3 - k]
+    if not feasible:
+        return ranked[:3], None
+    rank = min(feasible, key=lambda k: (abs(k - rank), k))
+    # the cheapest choice: the `rank` most frequent shorter names and the 3 - rank most frequent longer ones
+    best = sorted(shorter[:rank] + longer[:3 - rank])
+    return [ranked[i] for i in best], rank
+
+
 def deprel_questions(sentences: list[Sentence], names: dict, per_relation: int, exclude: list[str],
-                     seed: int, stats: Counter) -> list[dict]:
+                     seed: int, stats: Counter, choice: str = "length-balanced") -> list[dict]:
     rng = np.random.default_rng(seed)
     by_pos: dict[str, Counter] = defaultdict(Counter)
     overall: Counter = Counter()
@@ -374,6 +408,9 @@ def deprel_questions(sentences: list[Sentence], names: dict, per_relation: int, 
             if head is None or head.in_mwt:
                 continue
             pool[word.deprel].append((sentence, word, head))
+    from .chrono import BalancedRanks
+
+    ranks = BalancedRanks(np.random.default_rng([seed, 4]), 4)
     questions = []
     for relation in sorted(overall):
         if relation in exclude:
@@ -393,15 +430,18 @@ def deprel_questions(sentences: list[Sentence], names: dict, per_relation: int, 
             for r, _ in sorted(overall.items(), key=lambda kv: (-kv[1], kv[0])):
                 if r != relation and r not in ranked and r not in exclude:
                     ranked.append(r)
-            distractors = []
-            seen_names = {readable(relation, names)}
+            pool_names, seen_names = [], {readable(relation, names)}
             for r in ranked:
                 if readable(r, names) in seen_names:
                     continue
                 seen_names.add(readable(r, names))
-                distractors.append(r)
-                if len(distractors) == 3:
-                    break
+                pool_names.append(r)
+            rank = ranks.peek() if choice == "length-balanced" else None
+            distractors, used = _deprel_distractors(pool_names, readable(relation, names), names, rank)
+            if rank is not None:
+                ranks.used()
+                if used != rank:
+                    stats["relation questions whose length rank was infeasible (nearest feasible rank used)"] += 1
             if len(distractors) < 3:
                 stats["relation questions without three distractor relations (skipped)"] += 1
                 continue

@@ -11,28 +11,42 @@ printed beside the paper's figures, `funnel`):
 3. answer synthesis (one explanation aggregating the commentators'). With
    `--chat-model` both are the paper's LLM steps (prompts in sources/italian/prompts.yaml).
    Without it an OFFLINE STAND-IN runs (deterministic; labelled as such on every row, in
-   the summary and in the card): a commentator's gloss is the first segment of the note
-   (`first_segment`: up to the first sentence-ending full stop, ";", "(" or spaced dash,
-   with the abbreviation list of sources/italian/wsd_rules.yaml so "il M." or "don Abb."
-   do not end it) when it has at most `gloss_words` words, opens with no remark opener
-   ("Bellissimo", "Nota", "Nel Fermo e Lucia") and names no remark marker (the author, the
-   text's versions); an entry is kept when at least two commentators give a gloss, and the
-   answer is the gloss most similar to the other commentators' glosses (mean rapidfuzz
-   token-set ratio; ties: longer, then first commentator);
+   the summary and in the card; not the paper's method): a note's gloss is its first
+   segment (`first_segment`: up to the first sentence-ending full stop, ";", "(" or spaced
+   dash, with the abbreviation list of sources/italian/wsd_rules.yaml so "il M." or "don
+   Abb." do not end it) after a lead-in ("nel senso di", "cioè"), unless `gloss_of` reads
+   it as one of the reviewer's classes: a quotation or dictionary entry, a remark, a note on
+   the older text or a variant reading (a form with a usage label included), a paraphrase
+   of the story, a fragment, a comment longer than `gloss_words` words, or the phrase
+   itself. An entry is kept when the gloss of a note on exactly its phrase agrees with
+   (shares a content word with: `glosses_agree`) a gloss of another commentator (notes on a
+   longer or shorter span support, never answer: they gloss a neighbouring word; two
+   editions of one commentary, or copied notes, are one voice: `_voices`); the answer is
+   the gloss most commentators agree with (then the closest to the others, the shortest);
 4. the similarity filter: cosine similarity between the phrase and the answer (sentence
    embeddings, `--embedding-model`) must be below 0.7 (`--wsd-similarity-threshold`);
-5. five distractors, as the paper makes them: for a single word, other senses of the same
-   word from a Wiktionary extract in the wiktextract/kaikki JSON Lines format
-   (`--wiktionary FILE`, `Wiktionary`; the sense closest to the answer is the answer's own
-   sense and is never offered); for a phrase (or a word with too few senses), the
-   chat model (`--chat-model`). When neither gives five, an OFFLINE FALLBACK fills the
-   rest with the answers of other entries most similar to this answer (not the paper's
-   method: it turns the task into matching a gloss to its phrase; every such candidate is
-   labelled on the row, and the summary and card count them). A distractor whose
-   similarity to the answer reaches the threshold, or that repeats another candidate, is
-   discarded;
-6. six candidates (answer + five distractors) in seeded order; `--wsd-questions` (200)
-   entries are drawn (seeded) when more pass.
+5. five distractors, as the paper makes them: for a single word, the senses of the word
+   and of its lemma from a Wiktionary extract in the wiktextract/kaikki JSON Lines format
+   (`--wiktionary FILE`, `Wiktionary`), each followed by its own synonyms; for a phrase
+   (or a word with too few senses), the chat model (`--chat-model`). When neither gives
+   five, an OFFLINE FALLBACK fills the rest with the answers of other entries whose target
+   has the same form (`form_class`: one word or a phrase, and what Italian morphology says
+   of it: adverb in -mente, gerund, infinitive, imperfect, participle; prepositional, noun
+   or verb phrase; then the same final vowel when five such exist), most similar to this
+   answer first (not the paper's method: every such candidate is labelled on the row, and
+   the summary and card count them). Every candidate, whatever its source, is discarded
+   when it repeats the answer, a commentator's gloss of the phrase or another candidate,
+   shares a content word with the answer or any commentator's gloss, or reaches the
+   similarity threshold with any of them (`_filter`): the dictionary's sense that the
+   commentators explain is never offered, nor a synonym of it. Of the usable candidates,
+   five are taken so that the answer's length rank among the six is balanced over the
+   questions (`--wsd-distractor-choice`; `_balanced_pick`). A reviewer's decisions
+   (`--reviews`, review.py) come first: dropped distractors are never offered again for the
+   phrase, replacements are offered before any other source;
+6. six candidates (answer + five distractors) in seeded order; questions are drawn in a
+   seeded order of the phrases that stays the same across rebuilds (reviewed ones first),
+   `--wsd-questions` (200) of them, an entry without five usable distractors giving its
+   place to the next.
 """
 
 from __future__ import annotations
@@ -52,8 +66,8 @@ from .embeddings import Embedder, similarities
 from .manzoni import Phrase, ReadResult, context_for, phrase_text
 
 N_CANDIDATES = 6
-OFFLINE_SCREENING = "offline stand-in: short-gloss rule (not the paper's LLM screening)"
-OFFLINE_SYNTHESIS = "offline stand-in: consensus gloss (not the paper's LLM synthesis)"
+OFFLINE_SCREENING = "offline stand-in: commentators' agreement rule (not the paper's LLM screening)"
+OFFLINE_SYNTHESIS = "offline stand-in: the agreed gloss (not the paper's LLM synthesis)"
 FALLBACK = "offline fallback: answer of another entry"
 _QUOTES = "‘’'\"«»“”"
 _BOUNDARY = re.compile(r"[.;(]|\s[-–—]\s")
@@ -74,15 +88,41 @@ class Rules:
     gloss_words: int
     remark_openers: tuple[str, ...]
     markers: tuple[re.Pattern, ...]
+    lead_ins: tuple[str, ...] = ()
+    dictionaries: tuple[re.Pattern, ...] = ()
+    readings: tuple[re.Pattern, ...] = ()
+    narrative: tuple[re.Pattern, ...] = ()
+    usage_labels: frozenset[str] = frozenset()
+    stopwords: frozenset[str] = frozenset()
+    agreement_ratio: float = 80.0
+    variant_ratio: float = 80.0
+    copy_ratio: float = 90.0
+    imperfect: re.Pattern | None = None
 
     @classmethod
     def from_config(cls, config: dict) -> Rules:
         groups = config.get("abbreviations") or {}
         words = {str(w) for group in groups.values() for w in (group or [])}
         screening = config.get("offline_screening") or {}
-        openers = tuple(sorted((str(o) for o in screening.get("remark_openers") or []), key=len, reverse=True))
-        markers = tuple(re.compile(m) for m in screening.get("markers") or [])
-        return cls(frozenset(words), int(screening.get("gloss_words", 12)), openers, markers)
+        by_length = lambda items: tuple(sorted((str(o) for o in items or []), key=len, reverse=True))  # noqa: E731
+        compiled = lambda items: tuple(re.compile(m) for m in items or [])  # noqa: E731
+        return cls(
+            frozenset(words), int(screening.get("gloss_words", 12)), by_length(screening.get("remark_openers")),
+            compiled(screening.get("markers")), by_length(screening.get("lead_ins")),
+            compiled(screening.get("dictionaries")), compiled(screening.get("readings")),
+            compiled(screening.get("narrative_markers")),
+            frozenset(_fold(str(u)) for u in screening.get("usage_labels") or []),
+            frozenset(_fold(str(w)) for w in screening.get("stopwords") or []),
+            float(screening.get("agreement_ratio", 80)), float(screening.get("variant_ratio", 80)),
+            float(screening.get("copy_ratio", 90)),
+            re.compile(screening["imperfect_verb"]) if screening.get("imperfect_verb") else None,
+        )
+
+
+def _fold(text: str) -> str:
+    from unidecode import unidecode
+
+    return " ".join(re.findall(r"[a-z0-9]+", unidecode(text or "").lower()))
 
 
 def _ends_sentence(text: str, dot: int, rules: Rules) -> bool:
@@ -104,15 +144,61 @@ def _ends_sentence(text: str, dot: int, rules: Rules) -> bool:
     return True
 
 
-def first_segment(text: str, rules: Rules) -> str:
-    """The note's opening gloss: text up to the first boundary that ends it."""
-    end = len(text)
+def _boundary(text: str, rules: Rules) -> tuple[int, str]:
+    """Where the note's opening segment ends, and the boundary there ("", ".", ";", "(", dash)."""
     for match in _BOUNDARY.finditer(text):
         if match.group(0) == "." and not _ends_sentence(text, match.start(), rules):
             continue
-        end = match.start()
-        break
-    return text[:end].strip().strip(_QUOTES).strip(" ,:")
+        return match.start(), match.group(0).strip()
+    return len(text), ""
+
+
+def first_segment(text: str, rules: Rules) -> str:
+    """The note's opening gloss: text up to the first boundary that ends it."""
+    end, _ = _boundary(text, rules)
+    return _strip_quotes(text[:end].strip()).strip(" ,:")
+
+
+def _sentence_goes_on(text: str, rules: Rules) -> bool:
+    """Whether the segment was cut at a bracket inside a sentence that goes on after it
+    ("Il Sinodo ... di Trento (1545-1563), aveva proibito ..."): the segment is then the
+    subject or the start of a longer sentence, not a gloss."""
+    end, kind = _boundary(text, rules)
+    if kind != "(":
+        return False
+    close = text.find(")", end)
+    if close < 0:
+        return True
+    after = text[close + 1:].lstrip()
+    return bool(after) and (after[0] in ",:" or after[0].islower())
+
+
+_PAIRS = {"«": "»", "“": "”", "‘": "’", '"': '"', "'": "'"}
+
+
+def _strip_quotes(text: str) -> str:
+    """Remove quotes enclosing the whole text (‘pericoloso’ -> pericoloso) and a quote
+    left dangling at either end («stessi e più forti -> stessi e più forti); a quotation
+    inside the text stays. A final ’ is an apostrophe ("un po’") unless a ‘ opened it."""
+    text = text.strip()
+    while len(text) >= 2 and text[0] in _PAIRS and text[-1] == _PAIRS[text[0]]:
+        inner = text[1:-1]
+        if (text[0] != _PAIRS[text[0]] and (text[0] in inner or text[-1] in inner and text[0] == "‘")) or not _balanced(inner):
+            break
+        text = inner.strip()
+    for opening, closing in (("«", "»"), ("“", "”"), ("‘", "’")):
+        if text[:1] == opening and closing not in text:
+            text = text[1:].strip()
+        if closing != "’" and text[-1:] == closing and opening not in text:
+            text = text[:-1].strip()
+    return text
+
+
+def _balanced(text: str) -> bool:
+    for a, b in (("«", "»"), ("“", "”"), ("(", ")"), ("[", "]")):
+        if text.count(a) != text.count(b):
+            return False
+    return text.count('"') % 2 == 0
 
 
 @dataclass
@@ -128,6 +214,15 @@ class Entry:
     synthesis: str = ""
     similarity: float | None = None
     distractors: list[tuple[str, str]] = field(default_factory=list)   # (text, source)
+    review: object | None = None         # the reviewer's decisions (review.ItemReview), if any
+    review_record: dict | None = None    # the row's `review`
+
+
+def item_key(entry: Entry) -> str:
+    """The phrase's identity across rebuilds (chapter:first-last word), as review sheets name it."""
+    from .review import item_key as key
+
+    return key(entry.phrase.chapter, entry.phrase.start, entry.phrase.end)
 
 
 def make_entries(read: ReadResult, phrases: list[Phrase], unit: str, stats: Counter) -> list[Entry]:
@@ -150,54 +245,204 @@ def make_entries(read: ReadResult, phrases: list[Phrase], unit: str, stats: Coun
 # ----------------------------------------------------------------------------- offline
 
 
-def gloss_of(text: str, rules: Rules, phrase: str = "") -> tuple[str | None, str]:
-    """(gloss, why) for one note: the first segment when it passes the offline rules."""
-    segment = first_segment(text, rules)
+_FUNCTION_END = re.compile(r"\b(?:di|del|della|dei|delle|e|ed|o|che|a|al|alla|il|lo|la|i|gli|le|per|con|ma|da|in|un|una|non)$",
+                           re.IGNORECASE)
+
+
+def _lead_in(text: str, rules: Rules) -> str:
+    """The text without a lead-in that announces a gloss ("nel senso di", "cioè", "qui vale")."""
+    for _ in range(2):
+        low = text.lower()
+        for lead in rules.lead_ins:
+            if low.startswith(lead.lower()) and (len(text) == len(lead) or not text[len(lead)].isalnum()):
+                text = text[len(lead):].lstrip(" ,:")
+                break
+        else:
+            break
+    return text
+
+
+def gloss_of(text: str, rules: Rules, phrase: str = "", ref: str = "") -> tuple[str | None, str]:
+    """(gloss, why) for one note: its first segment when the offline rules take it for an
+    explanation of the phrase's meaning; else (None, the rule that refused it). The rules
+    (sources/italian/wsd_rules.yaml) refuse, in this order: a quotation or dictionary entry
+    (an opening «, "Voce: ...", a dictionary named in the opening: Cherubini, Tommaseo, ...);
+    a note on the older text (readings: "Per «...»", "nella prima edizione", V, 1827, ...)
+    or a form with a usage label ("tosto. Lett."); a remark (remark openers, markers of the
+    author, the text's versions, style, characters, an article opening a remark on the word
+    itself: "l'avverbio ...", "la forma ..."); a paraphrase of the story (narrative
+    markers: "dunque", "ormai", ...); a fragment (cut inside a quotation or bracket, or
+    ending on a function word); a gloss longer than `gloss_words` words; the phrase itself or
+    a spelling variant of it ("soperchierie" for "soverchierie"). `ref`: the words the note
+    itself points at (its <ref>), which may be more than the phrase ("stavano a bada")."""
+    body = _lead_in(text.strip(), rules)
+    if body[:1] in "«“\"":
+        return None, "a quotation or dictionary entry (opens with a quotation mark)"
+    segment = first_segment(body, rules)
     if not segment:
-        return None, "no opening segment"
-    if len(segment.split()) > rules.gloss_words:
-        return None, f"opening segment longer than {rules.gloss_words} words"
+        return None, "not a meaning (no opening segment)"
+    if _sentence_goes_on(body, rules):
+        return None, "a fragment (cut at a bracket inside a longer sentence)"
+    opening = _with_parenthesis(body, rules)
+    for pattern in rules.dictionaries:
+        if pattern.search(opening):
+            return None, f"a quotation or dictionary entry (names {pattern.pattern})"
+    if re.match(r"^[^\s:]{2,}\s*:\s", segment) and phrase and _close_form(segment.split(":", 1)[0], phrase, rules):
+        return None, "a quotation or dictionary entry (headword: definition)"
+    for pattern in rules.readings:
+        if pattern.search(opening):
+            return None, f"a note on the older text or a variant reading ({pattern.pattern})"
+    rest = body[len(segment):].lstrip(" .,;:»’'\"")
+    label = _fold(rest.split(".", 1)[0]) if rest else ""
+    tail = _fold(segment.rsplit(",", 1)[1]) if "," in segment else ""
+    if label in rules.usage_labels or tail in rules.usage_labels:
+        return None, "a note on the older text or a variant reading (a form with a usage label)"
+    segment = _lead_in(segment, rules)
+    segment = _strip_quotes(segment)
+    items = [_strip_quotes(i.strip().replace("'", "’") if i.strip()[:1] == "‘" else i.strip()) for i in segment.split(",")]
+    if phrase:
+        while len(items) > 1 and _close_form(items[0], phrase, rules):
+            items = items[1:]
+    segment = ", ".join(i for i in items if i)
+    if not segment:
+        return None, "not a meaning (no opening segment)"
+    head = segment[:1].upper() + segment[1:]
     for opener in rules.remark_openers:
-        if segment == opener or segment.startswith(opener + " ") or segment.startswith(opener + ","):
-            return None, f"opens with the remark opener {opener!r}"
+        if head == opener or head.startswith(opener + " ") or head.startswith(opener + ","):
+            return None, f"a remark (opens with {opener!r})"
     for marker in rules.markers:
         if marker.search(segment):
-            return None, f"names a remark marker ({marker.pattern})"
+            return None, f"a remark (names {marker.pattern})"
+    for marker in rules.narrative:
+        if marker.search(segment):
+            return None, f"a paraphrase of the story ({marker.pattern})"
+    if (rules.imperfect is not None and rules.imperfect.search(segment)
+            and not rules.imperfect.search(f"{phrase} {ref}")):
+        return None, "a paraphrase of the story (a verb in the imperfect where the phrase has none)"
+    if "«" in segment or "“" in segment or not _balanced(segment) or _FUNCTION_END.search(segment):
+        return None, "a fragment (a quotation, an open bracket, or a function word at its end)"
+    if len(segment.split()) > rules.gloss_words:
+        return None, f"a comment, not a gloss (longer than {rules.gloss_words} words)"
     if phrase and re.search(rf"(?<!\w){re.escape(phrase.lower())}(?!\w)", segment.lower()):
-        return None, "repeats the phrase it explains"
+        return None, "not a meaning (repeats the phrase it explains)"
+    if phrase and _close_form(segment, phrase, rules):
+        return None, "not a meaning (the phrase itself or a spelling variant of it)"
     return segment, "gloss"
 
 
-def offline_screen(entry: Entry, rules: Rules) -> dict:
-    glosses = {}
-    for item in entry.explanations:
-        gloss, _ = gloss_of(item["text"], rules, entry.text)
+def _with_parenthesis(text: str, rules: Rules) -> str:
+    """The opening segment, with the parenthesis that follows it when it was cut there
+    ("... toponimo (che M. qui e altrove muta ...)"): where a note says whose words or which
+    reading its gloss is."""
+    end, kind = _boundary(text, rules)
+    if kind != "(":
+        return text[:end]
+    close = text.find(")", end)
+    return text[:close + 1 if close >= 0 else len(text)]
+
+
+def _close_form(text: str, phrase: str, rules: Rules) -> bool:
+    from rapidfuzz import fuzz
+
+    a, b = _fold(text), _fold(phrase)
+    return bool(a) and bool(b) and fuzz.ratio(a, b) >= rules.variant_ratio
+
+
+def content_words(text: str, rules: Rules, exclude: str = "") -> set[str]:
+    """Folded words of 4+ letters, not stopwords nor words of `exclude` (the phrase)."""
+    skip = set(_fold(exclude).split())
+    return {w for w in _fold(text).split() if len(w) >= 4 and w not in rules.stopwords and w not in skip}
+
+
+def glosses_agree(a: str, b: str, rules: Rules, phrase: str = "") -> bool:
+    """Two glosses agree when they share a content word (rapidfuzz ratio >= agreement_ratio:
+    "borgate" / "grosse borgate", "fessure" / "fessure, spaccature"), words of `phrase`
+    (the target and its context sentence: two remarks on the story share its words) not
+    counted."""
+    from rapidfuzz import fuzz
+
+    wa, wb = content_words(a, rules, phrase), content_words(b, rules, phrase)
+    return any(x == y or fuzz.ratio(x, y) >= rules.agreement_ratio for x in wa for y in wb)
+
+
+def _voices(notes: list, rules: Rules) -> dict[int, str]:
+    """A voice per note: the commentator's name folded without digits ("Viti_Sapegno" and
+    "Viti-Sapegno2005" are one commentary in two editions), and notes copied from one
+    another (rapidfuzz ratio >= copy_ratio on texts of 60+ characters) share one voice."""
+    from rapidfuzz import fuzz
+
+    voices: dict[int, str] = {}
+    for i, note in enumerate(notes):
+        voice = re.sub(r"[^a-z]+", "", _fold(note.commentator))
+        for j in range(i):
+            other = notes[j]
+            if (len(note.explanation) >= 60 and len(other.explanation) >= 60
+                    and fuzz.ratio(note.explanation, other.explanation) >= rules.copy_ratio):
+                voice = voices[j]
+                break
+        voices[i] = voice
+    return voices
+
+
+def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None) -> dict:
+    """The offline stand-in for the paper's LLM screening and synthesis (module doc, step
+    3): kept when a gloss of a note on exactly this phrase agrees with a gloss of another
+    commentator (any note of the phrase); the answer is that gloss, the one most commentators
+    agree with (then the closest to the others, then the shortest)."""
+    from rapidfuzz import fuzz
+
+    phrase = entry.phrase
+    notes = sorted(phrase.notes, key=lambda n: (n.commentator, n.note_id))
+    voices = _voices(notes, rules)
+    glosses: list[tuple[int, str, bool]] = []
+    for i, note in enumerate(notes):
+        gloss, why = gloss_of(note.explanation, rules, entry.text, note.lemma)
+        exact = (note.start, note.end) == (phrase.start, phrase.end)
+        if stats is not None:
+            kind = why.split(" (", 1)[0]
+            if gloss is not None and not exact:
+                kind = "a gloss of a longer or shorter span (supports another gloss, never the answer)"
+            stats[f"offline screening, notes read as {kind}"] += 1
+            if refusals is not None and gloss is None:
+                refusals[why] += 1
         if gloss is not None:
-            glosses.setdefault(item["commentator"], gloss)
-    kept = len(glosses) >= 2
-    reason = (f"{len(glosses)} commentators open with a gloss of <= {rules.gloss_words} words"
-              + ("" if kept else " (fewer than 2)"))
-    return {"method": OFFLINE_SCREENING, "kept": kept, "reason": reason}
+            glosses.append((i, gloss, exact))
+    best, best_key, support = None, None, []
+    for i, gloss, exact in glosses:
+        if not exact:
+            continue
+        agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
+                           and glosses_agree(gloss, other, rules, entry.context)})
+        if not agreeing:
+            continue
+        others = [o for j, o, _ in glosses if voices[j] != voices[i]]
+        closeness = float(np.mean([fuzz.token_set_ratio(gloss, o) for o in others]))
+        key = (len(agreeing), closeness, -len(gloss.split()), -i)
+        if best_key is None or key > best_key:
+            best, best_key, support = (i, gloss), key, agreeing
+    if best is None:
+        reason = (f"{len(glosses)} note(s) open with a gloss; none on exactly this phrase agrees with another "
+                  "commentator's" if glosses else "no note opens with a gloss")
+        return {"method": OFFLINE_SCREENING, "kept": False, "reason": reason, "answer": None}
+    i, gloss = best
+    answer = gloss[:1].upper() + gloss[1:]
+    reason = (f"the gloss of {notes[i].commentator} agrees with {len(support)} other commentator(s) "
+              f"({', '.join(support)})")
+    return {"method": OFFLINE_SCREENING, "kept": True, "reason": reason, "answer": answer}
 
 
 def offline_answer(entry: Entry, rules: Rules) -> str:
-    from rapidfuzz import fuzz
-
-    glosses: list[tuple[str, str]] = []
+    """The offline answer: the screened consensus gloss, else (when a chat answer did not
+    parse) the first gloss the rules accept, else the first note's opening segment."""
+    screened = offline_screen(entry, rules)
+    if screened["answer"]:
+        return screened["answer"]
     for item in entry.explanations:
         gloss, _ = gloss_of(item["text"], rules, entry.text)
         if gloss is not None:
-            glosses.append((item["commentator"], gloss))
-    if not glosses:
-        glosses = [(item["commentator"], first_segment(item["text"], rules) or item["text"]) for item in entry.explanations]
-    best, best_key = glosses[0][1], None
-    for n, (commentator, gloss) in enumerate(glosses):
-        others = [g for c, g in glosses if c != commentator]
-        score = float(np.mean([fuzz.token_set_ratio(gloss, o) for o in others])) if others else 0.0
-        key = (score, len(gloss), -n)
-        if best_key is None or key > best_key:
-            best, best_key = gloss, key
-    return best[:1].upper() + best[1:] if best else best
+            return gloss[:1].upper() + gloss[1:]
+    text = first_segment(entry.explanations[0]["text"], rules) or entry.explanations[0]["text"]
+    return text[:1].upper() + text[1:]
 
 
 # ----------------------------------------------------------------------------- chat
@@ -274,6 +519,7 @@ class Sense:
     pos: str
     index: int          # position of the sense in its entry (1-based)
     gloss: str
+    synonyms: tuple[str, ...] = ()    # the sense's own synonyms (`senses[i].synonyms`)
 
 
 class Wiktionary:
@@ -359,7 +605,9 @@ class Wiktionary:
             glosses = [str(g).strip() for g in sense.get("glosses") or [] if str(g).strip()]
             if not glosses or _FORM_GLOSS.search(glosses[-1]):
                 continue
-            out.append(Sense(str(entry.get("word") or ""), str(entry.get("pos") or ""), n, glosses[-1]))
+            synonyms = tuple(str(x.get("word")).strip() for x in sense.get("synonyms") or []
+                             if isinstance(x, dict) and str(x.get("word") or "").strip())
+            out.append(Sense(str(entry.get("word") or ""), str(entry.get("pos") or ""), n, glosses[-1], synonyms))
         return out
 
     @staticmethod
@@ -378,15 +626,19 @@ class Wiktionary:
         return lemmas
 
     def distractors(self, word: str) -> list[tuple[str, str]]:
-        """(text, source) for every sense of the word (and of its lemma), in dictionary order."""
+        """(text, source) for every sense of the word (and of its lemma), in dictionary order,
+        each sense followed by its own synonyms (a synonym listed for the whole entry is not
+        tied to a sense, may name the sense in context, and is never offered)."""
         out, seen = [], set()
         for sense in self.senses.get(word.lower(), []):
-            text = sense.gloss.rstrip(" .;")
-            text = text[:1].upper() + text[1:]
-            if text.lower() in seen:
-                continue
-            seen.add(text.lower())
-            out.append((text, f"wiktionary: {sense.word} ({sense.pos}) sense {sense.index}"))
+            label = f"wiktionary: {sense.word} ({sense.pos}) sense {sense.index}"
+            items = [(sense.gloss.rstrip(" .;"), label)] + [(x, f"{label} synonym") for x in sense.synonyms]
+            for text, source in items:
+                text = text[:1].upper() + text[1:]
+                if not text or text.lower() in seen:
+                    continue
+                seen.add(text.lower())
+                out.append((text, source))
         return out
 
 
@@ -397,78 +649,222 @@ def is_single_word(entry: Entry) -> bool:
     return re.fullmatch(r"[^\W\d_]+(?:['’][^\W\d_]+)?", entry.text) is not None and " " not in entry.text
 
 
+_CLITICS = r"(?:lo|la|li|le|gli|glie\w*|ne|si|ci|vi|mi|ti|sene|sela|selo)?"
+_WORD_CLASSES = (
+    ("adverb in -mente", re.compile(r"\w{3,}mente$")),
+    ("gerund", re.compile(rf"\w{{2,}}(?:ando|endo){_CLITICS}$")),
+    ("infinitive", re.compile(rf"\w{{2,}}(?:are|ere|ire|ar|er|ir|rre){_CLITICS}$")),
+    ("imperfect", re.compile(r"\w{2,}(?:ava|eva|iva|avano|evano|ivano|avan|evan|ivan)$")),
+    ("participle", re.compile(r"\w{2,}(?:ato|ata|ati|ate|uto|uta|uti|ute|ito|ita|iti|ite)$")),
+)
+_PREPOSITIONS = {"a", "ad", "di", "d", "da", "in", "con", "su", "per", "tra", "fra", "al", "allo", "alla", "ai", "agli",
+                 "alle", "all", "del", "dello", "della", "dei", "degli", "delle", "dell", "dal", "dallo", "dalla", "dai",
+                 "dagli", "dalle", "dall", "nel", "nello", "nella", "nei", "negli", "nelle", "nell", "sul", "sullo",
+                 "sulla", "sui", "sugli", "sulle", "sull", "col", "coi", "pel", "sur", "de", "ne"}
+_ARTICLES = {"il", "lo", "la", "i", "gli", "le", "un", "uno", "una", "l", "un'", "quel", "quello", "quella", "quei",
+             "questo", "questa", "que"}
+
+
+def form_class(text: str) -> str:
+    """The target's form, as far as Italian morphology says it: for one word (one token:
+    "d'adoperarsi" is one, classed by its last part) its class from its ending (adverb in -mente, gerund, infinitive, imperfect, participle; clitics
+    allowed) or "word"; for a phrase its first word's kind (prepositional phrase, noun
+    phrase after an article or demonstrative, verb phrase after a verb form of the classes
+    above) or "phrase"."""
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    if not words:
+        return "phrase"
+    if not re.search(r"\s", text.strip()):           # one token, elision included ("d'adoperarsi")
+        for name, pattern in _WORD_CLASSES:
+            if pattern.fullmatch(words[-1]):
+                return f"word: {name}"
+        return "word"
+    first = words[0]
+    if first in _PREPOSITIONS:
+        return "phrase: prepositional"
+    if first in _ARTICLES:
+        return "phrase: noun phrase"
+    for name, pattern in _WORD_CLASSES:
+        if pattern.fullmatch(first):
+            return f"phrase: verb phrase ({name})"
+    return "phrase"
+
+
+def commentator_glosses(entry: Entry, rules: Rules | None) -> list[str]:
+    """Every commentator's gloss of the phrase (the offline rules' gloss, else the note's
+    opening segment): what no distractor may repeat."""
+    out = []
+    for item in entry.explanations:
+        gloss = None
+        if rules is not None:
+            gloss, _ = gloss_of(item["text"], rules, entry.text)
+            gloss = gloss or first_segment(item["text"], rules)
+        out.append(gloss or item["text"][:200])
+    return [g for g in out if g]
+
+
+@dataclass
+class DistractorRules:
+    """How distractors are checked and chosen (module doc, step 5)."""
+
+    threshold: float                 # embedding similarity at or above which a candidate is taken for the answer
+    rules: Rules | None = None       # the gloss rules: a candidate sharing a content word with a gloss is refused
+
+
 def choose_distractors(
     entries: list[Entry], pool: list[Entry], embedder: Embedder, threshold: float, wiktionary: Wiktionary | None,
-    ask_chat, stats: Counter,
+    ask_chat, stats: Counter, rules: Rules | None = None, rng: np.random.Generator | None = None, balance: bool = True,
 ) -> None:
     """Fill entry.distractors (five each when possible) from the sources in order (module
     doc, step 5). `ask_chat(entries)` returns the chat model's proposals for the entries the
     dictionary could not serve (None: no chat model)."""
     need = N_CANDIDATES - 1
+    checks = DistractorRules(threshold, rules)
+    rng = rng if rng is not None else np.random.default_rng(0)
+    glosses = {id(e): commentator_glosses(e, rules) for e in entries}
     checked: list[list[tuple[str, str]]] = []
+    fixed: list[list[tuple[str, str]]] = []      # the reviewer's replacements: offered first, unchecked
+    refused: list[set[str]] = []                 # what a reviewer dropped or replaced: never offered again
     for entry in entries:
-        proposals = []
-        if wiktionary is not None and is_single_word(entry):
-            proposals = _without_own_sense(entry, wiktionary.distractors(entry.text), embedder, stats)
-        checked.append(_filter(entry, proposals, embedder, threshold, stats)[:need])
-    short = [k for k, found in enumerate(checked) if len(found) < need]
+        review = entry.review
+        refused.append(review.excluded() if review is not None else set())
+        fixed.append([(r, f"reviewer ({review.reviewer})") for _, r in review.replaced][:need] if review is not None else [])
+        skip = refused[-1] | {t.casefold() for t, _ in fixed[-1]}
+        proposals = wiktionary.distractors(entry.text) if wiktionary is not None and is_single_word(entry) else []
+        if proposals:
+            stats["Wiktionary candidates offered for single words"] += len(proposals)
+        checked.append(_filter(entry, proposals, glosses[id(entry)], embedder, checks, stats, skip=skip))
+    short = [k for k, found in enumerate(checked) if len(found) + len(fixed[k]) < need]
     if ask_chat is not None and short:
         for k, lists in zip(short, ask_chat([entries[k] for k in short]), strict=True):
-            taken = {t.lower() for t, _ in checked[k]}
-            extra = [(t, "chat model") for t in lists if t.strip().lower() not in taken]
-            checked[k] += _filter(entries[k], extra, embedder, threshold, stats)[:need - len(checked[k])]
-    pool_answers = [e.answer for e in pool]
-    pool_vectors = embedder.encode(pool_answers) if pool_answers else None
-    for entry, found in zip(entries, checked, strict=True):
-        if len(found) < need and len(pool) > 1 and pool_vectors is not None:
-            position = next((i for i, e in enumerate(pool) if e is entry), None)
-            if position is not None:
-                sims = similarities(pool_vectors, pool_vectors[position])
+            taken = {t.casefold() for t, _ in checked[k] + fixed[k]} | refused[k]
+            extra = [(t, "chat model") for t in lists if t.strip().casefold() not in taken]
+            checked[k] += _filter(entries[k], extra, glosses[id(entries[k])], embedder, checks, stats, skip=taken)
+    from .chrono import BalancedRanks
+
+    ranks = BalancedRanks(rng, N_CANDIDATES)
+    fallback = _Fallback(pool, embedder)
+    for entry, found, given, skip in zip(entries, checked, fixed, refused, strict=True):
+        rank = ranks.peek() if balance else None
+        if balance:
+            ranks.used()
+        want = need - len(given)
+        if len(found) >= want:
+            entry.distractors = _balanced_pick(given, found, len(entry.answer), want, rank)
+            continue
+        taken = skip | {t.casefold() for t, _ in found + given}
+        extra = _filter(entry, fallback.candidates(entry), glosses[id(entry)], embedder, checks, stats, skip=taken)
+        entry.distractors = _balanced_pick(given + found, extra, len(entry.answer), want - len(found), rank)
+
+
+def ending(text: str) -> str:
+    """The last vowel of a single word's ending (o, a, i, e) or "other": with `form_class`,
+    what distinguishes "villaggi" (plural) from "nubile" or "ricco"."""
+    words = re.findall(r"[^\W\d_]+", unidecode_lower(text))
+    last = words[-1][-1:] if words else ""
+    return last if last in "oaie" and last else "other"
+
+
+def unidecode_lower(text: str) -> str:
+    from unidecode import unidecode
+
+    return unidecode(text or "").lower()
+
+
+class _Fallback:
+    """The offline fallback: answers of other entries whose target has the same form
+    (`form_class`, and for single words the same final vowel, `ending`; when fewer than
+    five such, the same form class whatever the ending), most similar to this answer first;
+    never an entry of the same phrase."""
+
+    def __init__(self, pool: list[Entry], embedder: Embedder) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.vectors = embedder.encode([e.answer for e in pool]) if pool else None
+        self.keys = [(form_class(e.text), ending(e.text) if is_single_word(e) else "") for e in pool]
+
+    def candidates(self, entry: Entry) -> list[tuple[str, str]]:
+        if not self.pool:
+            return []
+        own = (form_class(entry.text), ending(entry.text) if is_single_word(entry) else "")
+        position = next((i for i, e in enumerate(self.pool) if e is entry), None)
+        vector = self.vectors[position] if position is not None else self.embedder.encode([entry.answer])[0]
+        sims = similarities(self.vectors, vector)
+        exact, relaxed = [], []
+        for j in np.argsort(-sims, kind="stable"):
+            other = self.pool[int(j)]
+            key = self.keys[int(j)]
+            if other is entry or other.text.lower() == entry.text.lower() or key[0] != own[0]:
+                continue
+            if key == own:
+                exact.append((other.answer, f"{FALLBACK} ({other.text}; {own[0]}" + (f", -{own[1]})" if own[1] else ")")))
             else:
-                sims = similarities(embedder.encode(pool_answers + [entry.answer])[:-1], embedder.encode([entry.answer])[0])
-            for j in np.argsort(-sims, kind="stable"):
-                other = pool[int(j)]
-                if other is entry or other.text.lower() == entry.text.lower() or sims[j] >= threshold:
-                    continue
-                if any(other.answer.lower() == t.lower() for t, _ in found) or other.answer.lower() == entry.answer.lower():
-                    continue
-                found.append((other.answer, f"{FALLBACK} ({other.text})"))
-                if len(found) >= need:
-                    break
-        entry.distractors = found[:need]
+                relaxed.append((other.answer, f"{FALLBACK} ({other.text}; {own[0]}, another ending)"))
+        return exact + relaxed
 
 
-def _without_own_sense(entry: Entry, senses: list[tuple[str, str]], embedder: Embedder, stats: Counter) -> list[tuple[str, str]]:
-    """The dictionary lists the sense the commentators explain too: the sense closest to
-    the answer is taken to be that one and never offered as a distractor."""
-    if not senses:
-        return senses
-    vectors = embedder.encode([entry.answer] + [t for t, _ in senses])
-    sims = similarities(vectors[1:], vectors[0])
-    own = int(np.argmax(sims))
-    stats["Wiktionary senses closest to the answer (taken as the answer's own sense; not offered)"] += 1
-    return [s for i, s in enumerate(senses) if i != own]
+def _balanced_pick(taken: list[tuple[str, str]], candidates: list[tuple[str, str]], gold: int, k: int,
+                   rank: int | None) -> list[tuple[str, str]]:
+    """`taken` plus k of `candidates` (in their order of preference) such that the gold
+    answer is longer than exactly `rank` of the five distractors (and as long as none of
+    the added ones), or the nearest rank the candidates allow (lower first)."""
+    if k <= 0:
+        return taken[:N_CANDIDATES - 1]
+    if rank is None:
+        return taken + candidates[:k]
+    shorter = [c for c in candidates if len(c[0]) < gold]
+    longer = [c for c in candidates if len(c[0]) > gold]
+    ties = [c for c in candidates if len(c[0]) == gold]
+    have = sum(1 for t, _ in taken if len(t) < gold)
+    feasible = [s for s in range(k + 1) if s <= len(shorter) and k - s <= len(longer)]
+    if not feasible:
+        chosen = shorter + longer + ties
+        order = {id(c): i for i, c in enumerate(candidates)}
+        return taken + sorted(chosen, key=lambda c: order[id(c)])[:k]
+    s = min(feasible, key=lambda n: (abs(have + n - rank), n))
+    picked = shorter[:s] + longer[:k - s]
+    order = {id(c): i for i, c in enumerate(candidates)}
+    return taken + sorted(picked, key=lambda c: order[id(c)])
 
 
-def _filter(entry: Entry, proposals: list[tuple[str, str]], embedder: Embedder, threshold: float, stats: Counter) -> list[tuple[str, str]]:
+def _filter(entry: Entry, proposals: list[tuple[str, str]], glosses: list[str], embedder: Embedder,
+            checks: DistractorRules, stats: Counter, skip: set[str] | None = None) -> list[tuple[str, str]]:
+    """The proposals that are not the answer: none repeating the answer, another candidate
+    or a commentator's gloss; none sharing a content word with the answer or a commentator's
+    gloss (the offline rules' `glosses_agree`, words of the phrase not counted; unlike the
+    screening's agreement, words of the context count: a distractor must not even share
+    them with an explanation); none whose embedding similarity to the answer or to any commentator's gloss
+    reaches the threshold."""
     if not proposals:
         return []
     unique: list[tuple[str, str]] = []
-    seen = {entry.answer.strip().lower()}
+    seen = {entry.answer.strip().casefold(), *(g.strip().casefold() for g in glosses), *(skip or set())}
     for text, source in proposals:
-        if text.strip().lower() in seen:
-            stats["distractors repeating the answer or another candidate (discarded)"] += 1
+        if text.strip().casefold() in seen:
+            stats["distractors repeating the answer, a commentator's gloss or another candidate (discarded)"] += 1
             continue
-        seen.add(text.strip().lower())
+        seen.add(text.strip().casefold())
         unique.append((text.strip(), source))
     if not unique:
         return []
-    vectors = embedder.encode([entry.answer] + [t for t, _ in unique])
-    sims = similarities(vectors[1:], vectors[0])
+    references = [entry.answer] + [g for g in glosses if g.strip().lower() != entry.answer.strip().lower()]
     kept = []
-    for (text, source), sim in zip(unique, sims, strict=True):
-        if sim >= threshold:
-            stats["distractors too similar to the answer (discarded)"] += 1
+    if checks.rules is not None:
+        lexical = []
+        for text, source in unique:
+            if any(glosses_agree(text, ref, checks.rules, entry.text) for ref in references):
+                stats["distractors sharing a content word with the answer or a commentator's gloss (discarded)"] += 1
+                continue
+            lexical.append((text, source))
+        unique = lexical
+    if not unique:
+        return []
+    vectors = embedder.encode(references + [t for t, _ in unique])
+    ref_vectors, cand_vectors = vectors[:len(references)], vectors[len(references):]
+    for (text, source), n in zip(unique, range(len(unique)), strict=True):
+        sims = similarities(ref_vectors, cand_vectors[n])
+        if float(np.max(sims)) >= checks.threshold:
+            stats["distractors too similar to the answer or a commentator's gloss (discarded)"] += 1
             continue
         kept.append((text, source))
     return kept
@@ -500,8 +896,11 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
     order = [int(i) for i in rng.permutation(len(candidates))]
     shown = [candidates[i] for i in order]
     phrase = entry.phrase
+    from .review import NOT_REVIEWED, finish_record
+
     return {
         "id": f"wsd-{index:04d}",
+        "item_key": item_key(entry),
         "chapter": phrase.chapter,
         "target_phrase": entry.text,
         "context": entry.context,
@@ -519,4 +918,5 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
         "candidates": [c for c, _ in shown],
         "candidate_sources": [s for _, s in shown],
         "gold_index": order.index(0),
+        "review": finish_record(entry.review_record or dict(NOT_REVIEWED), [t for t, _ in entry.distractors]),
     }

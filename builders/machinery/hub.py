@@ -9,9 +9,19 @@ and the repository is set to manual access approval. Before anything is uploaded
 text file and every top-level text column is checked for local paths of the machine that built it,
 and the card with `card.check_card`.
 
+A repository that already exists keeps its own visibility, so before anything is uploaded
+its visibility and gating are read from the Hub (`repo_info`), and the push is refused,
+uploading nothing, when the build would become public without being asked for: an existing
+public repo needs `--public`, and when a source forbids redistribution or does not say,
+`--public --confirm-redistribution-rights` too (the repo is then set to manual approval,
+as a new public one is). An existing private repo stays private (`--public` does not change
+it). A repository that exists but that the token cannot read is refused too. After the
+upload the repo is read again and the plan says what it really is. A dry run sends nothing
+to the Hub, so it cannot say whether the repo exists; it says so.
+
 The token comes from the usual huggingface_hub places (HF_TOKEN, `hf auth login`). After
 the upload the commit is tagged `v<version>` so users can load exactly that release with
-`revision=`.
+`revision=`. A refusal or an unreachable Hub is one `PushError` line naming the repo.
 """
 
 from __future__ import annotations
@@ -21,13 +31,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from histbench.core.dataset import MANIFEST_NAME
-from histbench.core.errors import UsageError, ValidationError
+from histbench.core.errors import HistbenchError, UsageError, ValidationError
 from histbench.core.paths import local_paths, names_this_machine
 
 from .card import GATED, REDISTRIBUTION, check_card, needs_gating
 from .validate import validate_build
 
 CONFIRM_OPTION = "--confirm-redistribution-rights"
+
+
+class PushError(HistbenchError):
+    """The Hub refused the push, could not be reached, or the target repo would publish a
+    build that was not meant to be public."""
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """What the Hub says a dataset repo is."""
+
+    private: bool
+    gated: str | bool = False   # False, "auto" or "manual"
+
+    @property
+    def words(self) -> str:
+        if self.private:
+            return "private"
+        return f"public, gated ({self.gated} approval of access requests)" if self.gated else "public, not gated"
 
 
 @dataclass
@@ -40,19 +69,31 @@ class PushPlan:
     files: list[tuple[str, int]]
     terms: list[dict] = field(default_factory=list)
     url: str | None = None  # the commit's address, once uploaded
+    before: RepoState | None = None  # the repo as the Hub described it before the upload (None: new, or a dry run)
+    after: RepoState | None = None   # the repo as the Hub describes it after the upload
+    notes: list[str] = field(default_factory=list)
 
     @property
     def visibility(self) -> str:
+        if self.after is not None:
+            return self.after.words
         if self.private:
             return "private"
         return "public, gated (users request access; you approve each)" if self.gated else "public"
 
     def describe(self) -> str:
-        lines = [
-            f"would upload {len(self.files)} files ({sum(s for _, s in self.files):,} bytes) "
-            f"to dataset repo {self.repo_id} ({self.visibility}) and tag {self.tag}:"
-        ]
+        size = f"{len(self.files)} files ({sum(s for _, s in self.files):,} bytes)"
+        if self.url is None:
+            lines = [f"would upload {size} to dataset repo {self.repo_id} ({self.visibility}) and tag {self.tag}:"]
+        else:
+            what = "an existing" if self.before is not None else "a new"
+            lines = [f"uploaded {size} to dataset repo {self.repo_id}, {what} repo that is now {self.visibility}, "
+                     f"and tagged {self.tag}:"]
         lines += [f"  {name}  {size:,} bytes" for name, size in self.files]
+        lines += [f"note: {note}" for note in self.notes]
+        if self.url is None:
+            lines.append(f"note: a dry run does not ask the Hub; if {self.repo_id} exists, the push reads its visibility "
+                         "and gating first, keeps them, and refuses a public repo this build is not meant for")
         lines += ["", *terms_lines(self.terms, self.gated)]
         return "\n".join(lines)
 
@@ -120,19 +161,116 @@ def plan_push(folder: str | Path, repo_id: str, public: bool = False, confirm_re
     return PushPlan(folder, repo_id, not public, gated, f"v{manifest['version']}", files, terms)
 
 
-def upload(plan: PushPlan) -> str:
-    """The network part, kept thin: create the repo, gate it, upload the folder, tag the commit."""
+def _hub_errors(repo_id: str, doing: str):
+    """A context manager turning the Hub's refusals and network failures into one PushError line."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def wrapped():
+        try:
+            yield
+        except HistbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - filtered below: only the Hub's and the network's errors
+            if not _is_hub_error(exc):
+                raise
+            from histbench.core.secrets import redact
+
+            reason = redact(" ".join(str(exc).split("\n")[0].split())) or type(exc).__name__
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            hint = {401: " (check your token: HF_TOKEN or `hf auth login`)",
+                    403: " (your token may not write to this namespace)",
+                    404: " (no such namespace, or the endpoint is wrong)"}.get(status, "")
+            raise PushError(f"dataset repo {repo_id}: {doing} failed: {reason}{hint}") from exc
+
+    return wrapped()
+
+
+def _is_hub_error(exc: BaseException) -> bool:
+    """The Hub answered with an error (HfHubHTTPError), could not be reached (httpx,
+    requests or socket errors, offline mode) or rejected the card's metadata (ValueError
+    from upload_folder's check)."""
+    if isinstance(exc, OSError | ValueError):
+        return True
+    names = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+    return bool(names & {"httpx", "httpx2", "httpcore", "requests", "urllib3", "huggingface_hub"})
+
+
+def repo_state(api, repo_id: str) -> RepoState | None:
+    """The dataset repo as the Hub describes it, or None when it does not exist (or this
+    token cannot see it: the Hub answers both the same)."""
+    from huggingface_hub.utils import RepositoryNotFoundError
+
+    with _hub_errors(repo_id, "reading the repository's settings"):
+        try:
+            info = api.repo_info(repo_id, repo_type="dataset")
+        except RepositoryNotFoundError:
+            return None
+    return RepoState(private=bool(getattr(info, "private", False)), gated=getattr(info, "gated", False) or False)
+
+
+def check_target(plan: PushPlan, state: RepoState | None, public: bool, confirm_redistribution: bool) -> None:
+    """Refuse (PushError, nothing uploaded) an existing public repo that the build was not
+    meant for; adjust the plan to an existing private repo. `state` None: a new repo."""
+    if state is None:
+        return
+    plan.before = state
+    if state.private:
+        if public:
+            plan.notes.append(f"{plan.repo_id} exists and is private: it stays private (histbench does not change "
+                              "an existing repo's visibility; change it on the Hub once you are sure)")
+        plan.private = True
+        return
+    restricted = sorted({f"{t.get('role')} ({t.get('redistribution', 'unknown')})" for t in plan.terms
+                         if t.get("redistribution", "unknown") in GATED})
+    if not public:
+        raise PushError(
+            f"dataset repo {plan.repo_id} already exists and is {state.words}: this push would publish the build, "
+            f"and nothing was uploaded; pass --public to publish into it"
+            + (f" ({CONFIRM_OPTION} too: the terms of {', '.join(restricted)} do not allow redistribution, "
+               "or do not say)" if restricted else "")
+            + ", or push to a new --repo-id (private by default)",
+            details=terms_lines(plan.terms, plan.gated),
+        )
+    if restricted and not confirm_redistribution:   # plan_push refuses this already; kept for direct callers
+        raise PushError(f"dataset repo {plan.repo_id} is {state.words} and the terms of {', '.join(restricted)} do not "
+                        f"allow redistribution (or do not say): nothing was uploaded; a public push needs {CONFIRM_OPTION}")
+    plan.private = False
+    if restricted and not state.gated:
+        plan.notes.append(f"{plan.repo_id} was public and not gated: it is set to manual approval of access requests")
+
+
+def upload(plan: PushPlan, public: bool = False, confirm_redistribution: bool = False) -> str:
+    """The network part: read the repo's state (refusing a public repo the build is not
+    meant for), create it if new, gate it, upload the folder, tag the commit, read it again."""
     from huggingface_hub import HfApi
 
     api = HfApi()
-    api.create_repo(plan.repo_id, repo_type="dataset", private=plan.private, exist_ok=True)
-    if plan.gated and not plan.private:
-        api.update_repo_settings(plan.repo_id, repo_type="dataset", gated="manual")
-    commit = api.upload_folder(
-        folder_path=str(plan.folder), repo_id=plan.repo_id, repo_type="dataset",
-        commit_message=f"histbench build {plan.folder.name}",
-    )
-    api.create_tag(plan.repo_id, tag=plan.tag, repo_type="dataset", revision=commit.oid, exist_ok=True)
+    state = repo_state(api, plan.repo_id)
+    check_target(plan, state, public=public, confirm_redistribution=confirm_redistribution)
+    if state is None:
+        from huggingface_hub.utils import HfHubHTTPError
+
+        with _hub_errors(plan.repo_id, "creating the repository"):
+            try:
+                api.create_repo(plan.repo_id, repo_type="dataset", private=plan.private, exist_ok=False)
+            except HfHubHTTPError as exc:
+                if getattr(exc.response, "status_code", None) != 409:
+                    raise
+                raise PushError(f"dataset repo {plan.repo_id} exists, but this token cannot read its settings: "
+                                "nothing was uploaded (push with a token that can read it, or to another --repo-id)"
+                                ) from None
+    if plan.gated and not plan.private and not (state is not None and state.gated):
+        with _hub_errors(plan.repo_id, "setting manual approval of access requests"):
+            api.update_repo_settings(plan.repo_id, repo_type="dataset", gated="manual")
+    with _hub_errors(plan.repo_id, "the upload"):
+        commit = api.upload_folder(
+            folder_path=str(plan.folder), repo_id=plan.repo_id, repo_type="dataset",
+            commit_message=f"histbench build {plan.folder.name}",
+        )
+    with _hub_errors(plan.repo_id, f"tagging the uploaded commit {commit.oid} as {plan.tag}"):
+        api.create_tag(plan.repo_id, tag=plan.tag, repo_type="dataset", revision=commit.oid, exist_ok=True)
+    plan.after = repo_state(api, plan.repo_id)
     return commit.commit_url
 
 
@@ -140,8 +278,9 @@ def push_build(
     folder: str | Path, repo_id: str, public: bool = False, confirm_redistribution: bool = False,
     dry_run: bool = False,
 ) -> PushPlan:
-    """The plan, carried out unless dry_run (then `plan.url` is the commit's address)."""
+    """The plan, carried out unless dry_run (then `plan.url` is the commit's address and
+    `plan.after` what the Hub says the repo is)."""
     plan = plan_push(folder, repo_id, public, confirm_redistribution)
     if not dry_run:
-        plan.url = upload(plan)
+        plan.url = upload(plan, public=public, confirm_redistribution=confirm_redistribution)
     return plan

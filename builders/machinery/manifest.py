@@ -27,6 +27,7 @@ hash with the known releases. A hash that matches no known release is an error u
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,24 +167,60 @@ def _check_format(spec: InputSpec, path: Path) -> None:
         )
 
 
+def _kind_of(path: Path) -> str:
+    """What is at `path`, in words: 'a directory', 'a named pipe (FIFO)', 'a broken symbolic link' ..."""
+    import stat
+
+    if path.is_symlink() and not path.exists():
+        return f"a broken symbolic link (to {os.readlink(path)}, which does not exist)"
+    mode = path.stat().st_mode
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISREG, "a file"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return words
+    return "neither a file nor a directory"
+
+
+def _digest(spec: InputSpec, path: Path, show_progress: bool = False) -> str:
+    """sha256 of an input file; a file the system will not let us read is a SourceError naming it."""
+    try:
+        return sha256_path(path, show_progress=show_progress)
+    except OSError as exc:
+        raise SourceError(f"cannot read this input of {spec.option}: {exc.strerror or exc}", file=path) from None
+
+
+def _members(spec: InputSpec, folder: Path) -> list[Path]:
+    """The files of an input folder (hidden ones left out); a broken link or a pipe among them is an error, not a skip."""
+    members = []
+    for p in sorted(folder.rglob("*")):
+        if p.name.startswith(".") or p.is_dir():
+            continue
+        if not p.is_file():
+            raise SourceError(f"the folder given as {spec.option} holds {_kind_of(p)} where a file is expected; "
+                              "remove or replace it", file=p)
+        members.append(p)
+    return members
+
+
 def _resolve_one(spec: InputSpec, raw: str | Path, allow_checksum_mismatch: bool) -> InputFile:
     path = Path(raw).expanduser()
     if not path.exists():
-        raise SourceError(f"input for {spec.option} does not exist ({spec.description})", file=path)
+        what = f" ({_kind_of(path)})" if path.is_symlink() else ""
+        raise SourceError(f"input for {spec.option} does not exist{what} ({spec.description})", file=path)
     if spec.kind == "file":
         if not path.is_file():
-            raise SourceError(f"{spec.option} expects a file, got a directory", file=path)
+            raise SourceError(f"{spec.option} expects a file, got {_kind_of(path)}", file=path)
         _check_format(spec, path)
-        digest = sha256_path(path, show_progress=True)
+        digest = _digest(spec, path, show_progress=True)
         size = path.stat().st_size
         files: tuple[tuple[str, str], ...] = ()
     else:
         if not path.is_dir():
-            raise SourceError(f"{spec.option} expects a directory", file=path)
-        members = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            raise SourceError(f"{spec.option} expects a directory, got {_kind_of(path)}", file=path)
+        members = _members(spec, path)
         if not members:
             raise SourceError(f"directory for {spec.option} holds no files", file=path)
-        files = tuple((p.relative_to(path).as_posix(), sha256_path(p)) for p in members)
+        files = tuple((p.relative_to(path).as_posix(), _digest(spec, p)) for p in members)
         combined = hashlib.sha256("".join(f"{rel}\0{d}\n" for rel, d in files).encode()).hexdigest()
         digest = combined
         size = sum(p.stat().st_size for p in members)

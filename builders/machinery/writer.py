@@ -2,7 +2,15 @@
 
 Everything is written into a hidden temporary sibling of the output folder and moved
 into place only once complete, so an interrupted or failed build leaves no output
-folder (and an earlier complete build stays untouched until the new one is ready).
+folder (and an earlier complete build stays untouched until the new one is ready); an
+output root (`--out`) the build created is removed again. Ctrl-C and SIGTERM remove the
+staging folder (histbench.core.signals); after a kill -9, the next build into the same
+folder removes it, and puts the earlier build back if the kill came between the two
+renames that swap it for the new one.
+
+Builds into one output folder take turns: each holds the lock `--out/.NAME.lock` (kept,
+empty, beside the build) while it writes, and a second build waits, saying so, so it can
+neither remove the first one's staging folder nor interleave with it.
 Parquet files are byte-identical for identical records: no timestamps go into them.
 """
 
@@ -20,9 +28,11 @@ from pathlib import Path
 
 import yaml
 
+from histbench.core.atomic import make_parents, remove_created
 from histbench.core.dataset import MANIFEST_NAME
-from histbench.core.errors import BuildError, HistbenchError
+from histbench.core.errors import BuildError, HistbenchError, os_error_words
 from histbench.core.hashing import sha256_path
+from histbench.core.locks import file_lock
 from histbench.core.paths import local_paths, names_this_machine, portable_option
 from histbench.core.progress import log, progress, quiet_datasets
 from histbench.core.resources import Resources
@@ -103,8 +113,29 @@ def _refuse_local_paths(manifest: dict, tables: list) -> None:
 
 
 def _remove_stale_temporaries(out_dir: Path) -> None:
-    for stale in out_dir.parent.glob(f".{out_dir.name}.tmp-*"):
+    """What killed builds left (called holding the folder's lock, so no live build owns any
+    of it): staging folders are removed; an earlier build stepped aside (`.tmp-old-*`)
+    comes back when the output folder itself is missing."""
+    for stale in sorted(out_dir.parent.glob(f".{out_dir.name}.tmp-*")):
+        if stale.name.startswith(f".{out_dir.name}.tmp-old-") and not out_dir.exists():
+            stale.rename(out_dir)
+            log(f"note: put back {out_dir}, which an interrupted build had moved aside")
+            continue
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def _lock_path(out_dir: Path) -> Path:
+    return out_dir.parent / f".{out_dir.name}.lock"
+
+
+def _os_error(exc: OSError, out_dir: Path, tmp: Path | None = None) -> BuildError:
+    """One line: the path (a file of the staging folder named as it would be in place), what
+    could not be done, and why."""
+    operation, reason = os_error_words(exc)
+    path = Path(exc.filename) if exc.filename is not None else out_dir
+    if tmp is not None and (path == tmp or tmp in path.parents):
+        path = out_dir / path.relative_to(tmp)
+    return BuildError(f"could not write the dataset: cannot {operation or 'write'}: {reason}", file=path)
 
 
 def write_build(
@@ -160,94 +191,111 @@ def write_build(
     for label in empty:
         log(f"note: {label} has no rows and is not written (listed under empty_splits in {MANIFEST_NAME})")
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    root = out_dir.parent
+    if root.exists() and not root.is_dir():
+        raise BuildError("the output root (--out) is a file, not a folder; nothing was written", file=root)
     try:
-        outputs, infos, data_files, row_counts, tables = [], {}, {}, {}, []
-        for config, splits in progress(list(configs.items()), desc="writing configs", unit="config"):
-            split_infos, size = [], 0
-            data_files[config], row_counts[config] = {}, {}
-            for split, records in splits.items():
-                # Arrow straight from the schema-checked records: the same bytes as
-                # Dataset.from_list, several times faster
-                table = records_to_table(records, schemas[config], features[config])
-                tables.append((f"{config}/{split}", table))
-                dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
-                paths = _write_config(dataset, tmp / "data" / config, split)
-                data_files[config][split] = f"data/{config}/{split}-*.parquet"
-                row_counts[config][split] = len(records)
-                split_infos.append(SplitInfo(name=split, num_bytes=dataset.data.nbytes, num_examples=len(records)))
-                size += dataset.data.nbytes
-                for path in paths:
-                    outputs.append({
-                        "path": path.relative_to(tmp).as_posix(),
-                        "config": config,
-                        "split": split,
-                        "sha256": sha256_path(path),
-                        "size": path.stat().st_size,
-                    })
-            download = sum(o["size"] for o in outputs if o["config"] == config)
-            infos[config] = DatasetInfo(
-                features=features[config], config_name=config, splits=SplitDict({s.name: s for s in split_infos}),
-                download_size=download, dataset_size=size,
-            )
+        created = make_parents(root)
+    except OSError as exc:
+        raise _os_error(exc, out_dir) from exc
+    try:
+        with file_lock(_lock_path(out_dir), on_wait=lambda: log(
+                f"another build is writing {out_dir}: waiting for it to finish")):
+            _remove_stale_temporaries(out_dir)
+            tmp = root / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                tmp.mkdir()
+            except OSError as exc:
+                raise _os_error(exc, out_dir) from exc
+            try:
+                outputs, infos, data_files, row_counts, tables = [], {}, {}, {}, []
+                for config, splits in progress(list(configs.items()), desc="writing configs", unit="config"):
+                    split_infos, size = [], 0
+                    data_files[config], row_counts[config] = {}, {}
+                    for split, records in splits.items():
+                        # Arrow straight from the schema-checked records: the same bytes as
+                        # Dataset.from_list, several times faster
+                        table = records_to_table(records, schemas[config], features[config])
+                        tables.append((f"{config}/{split}", table))
+                        dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
+                        paths = _write_config(dataset, tmp / "data" / config, split)
+                        data_files[config][split] = f"data/{config}/{split}-*.parquet"
+                        row_counts[config][split] = len(records)
+                        split_infos.append(SplitInfo(name=split, num_bytes=dataset.data.nbytes, num_examples=len(records)))
+                        size += dataset.data.nbytes
+                        for path in paths:
+                            outputs.append({
+                                "path": path.relative_to(tmp).as_posix(),
+                                "config": config,
+                                "split": split,
+                                "sha256": sha256_path(path),
+                                "size": path.stat().st_size,
+                            })
+                    download = sum(o["size"] for o in outputs if o["config"] == config)
+                    infos[config] = DatasetInfo(
+                        features=features[config], config_name=config, splits=SplitDict({s.name: s for s in split_infos}),
+                        download_size=download, dataset_size=size,
+                    )
 
-        input_records = [f.to_json() for files in inputs.values() for f in files]
-        card = render_card(
-            resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
-            data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
-            inputs=input_records, default_config=default_config,
-        )
-        (tmp / "README.md").write_text(scrub_text(card), encoding="utf-8")
-        if "license_link: LICENSE.md" in card:
-            pretty = yaml.safe_load(card.split("---\n", 2)[1]).get("pretty_name", benchmark)
-            (tmp / LICENCE_FILE).write_text(licence_file(pretty, benchmark, version, input_records), encoding="utf-8")
+                input_records = [f.to_json() for files in inputs.values() for f in files]
+                card = render_card(
+                    resources.card_template(benchmark), benchmark=benchmark, version=version, infos=infos,
+                    data_files=data_files, row_counts=row_counts, summary_markdown=output.summary_markdown,
+                    inputs=input_records, default_config=default_config,
+                )
+                (tmp / "README.md").write_text(scrub_text(card), encoding="utf-8")
+                if "license_link: LICENSE.md" in card:
+                    pretty = yaml.safe_load(card.split("---\n", 2)[1]).get("pretty_name", benchmark)
+                    (tmp / LICENCE_FILE).write_text(licence_file(pretty, benchmark, version, input_records), encoding="utf-8")
 
-        data_sha = hashlib.sha256("".join(o["sha256"] for o in outputs).encode()).hexdigest()
-        manifest = {
-            "benchmark": benchmark,
-            "version": version,
-            "histbench_version": histbench_version(),
-            "histbench_commit": histbench_commit(),
-            "options": portable_option(to_native(options)),
-            "inputs": input_records,
-            "outputs": outputs,
-            "data_sha256": data_sha,
-            "rows": row_counts,
-            "empty_splits": empty,
-            "schemas": {
-                config: {
-                    "id": schemas[config].get("$id", f"{benchmark}.{config}"),
-                    "sha256": sha256_path(resources.schema_path(benchmark, config)),
+                data_sha = hashlib.sha256("".join(o["sha256"] for o in outputs).encode()).hexdigest()
+                manifest = {
+                    "benchmark": benchmark,
+                    "version": version,
+                    "histbench_version": histbench_version(),
+                    "histbench_commit": histbench_commit(),
+                    "options": portable_option(to_native(options)),
+                    "inputs": input_records,
+                    "outputs": outputs,
+                    "data_sha256": data_sha,
+                    "rows": row_counts,
+                    "empty_splits": empty,
+                    "schemas": {
+                        config: {
+                            "id": schemas[config].get("$id", f"{benchmark}.{config}"),
+                            "sha256": sha256_path(resources.schema_path(benchmark, config)),
+                        }
+                        for config in configs
+                    },
+                    "summary": to_native(output.summary),
+                    "build_started_utc": started,
+                    "build_finished_utc": utc_now(),
                 }
-                for config in configs
-            },
-            "summary": to_native(output.summary),
-            "build_started_utc": started,
-            "build_finished_utc": utc_now(),
-        }
-        if extra_manifest:
-            manifest.update(portable_option(to_native(extra_manifest)))
-        _refuse_local_paths(manifest, tables)
-        # build options may name a chat model and its options: no credential it read is written
-        (tmp / MANIFEST_NAME).write_text(scrub_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"),
-                                         encoding="utf-8")
+                if extra_manifest:
+                    manifest.update(portable_option(to_native(extra_manifest)))
+                _refuse_local_paths(manifest, tables)
+                # build options may name a chat model and its options: no credential it read is written
+                (tmp / MANIFEST_NAME).write_text(scrub_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"),
+                                                 encoding="utf-8")
 
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"
-            out_dir.rename(old)
-            tmp.rename(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out_dir)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, HistbenchError | KeyboardInterrupt):
-            raise
-        if isinstance(exc, OSError):
-            raise BuildError(f"could not write the dataset: {exc}", file=out_dir) from exc
+                if out_dir.exists():
+                    old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"
+                    out_dir.rename(old)
+                    tmp.rename(out_dir)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    tmp.rename(out_dir)
+            except BaseException as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(exc, HistbenchError | KeyboardInterrupt):
+                    raise
+                if isinstance(exc, OSError):
+                    raise _os_error(exc, out_dir, tmp) from exc
+                raise
+    except BaseException:
+        if created:   # a first build that failed leaves no --out folder behind (nor its lock)
+            _lock_path(out_dir).unlink(missing_ok=True)
+            remove_created(created)
         raise
     log(f"wrote {out_dir} ({sum(sum(s.values()) for s in row_counts.values()):,} rows in {len(row_counts)} configs)")
     return out_dir

@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from histbench.core.errors import SourceError
+from histbench.core.sheets import read_table
 
 from .masks import MaskError, mask_regex, split_mask
 from .scale import Scale, ScaleError
-from .tables import read_table
 
 SKIP_WORDS = frozenset({"skip", "skipped", "yes", "y", "true", "1", "x"})
 NO_WORDS = frozenset({"", "no", "n", "false", "0"})

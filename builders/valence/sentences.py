@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from histbench.core.errors import SourceError
+from histbench.core.sheets import read_table
 
 from .annotations import ProblemList
 from .masks import MaskError, split_mask
 from .scale import Scale, ScaleError
-from .tables import read_table
 
 DEFAULT_GROUPS: tuple[str, ...] = ("EME", "neutral", "ME")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from histbench.eval.plugin import BenchmarkEvaluator
-
-DEFAULT_REPORT_DIR = Path("reports/chronoculture")
+from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 
 class ChronoCultureEvaluator(BenchmarkEvaluator):
@@ -41,11 +39,7 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
         return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("runs", nargs="+", type=Path, metavar="RUN",
-                            help="run folders of `histbench eval chronoculture` (same label twice = repeated runs, F.3)")
-        parser.add_argument("--out", type=Path, default=DEFAULT_REPORT_DIR, help=f"report folder (default {DEFAULT_REPORT_DIR})")
-        parser.add_argument("--dataset", help="the build the runs were made on (default: the one recorded in the first run)")
-        parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+        add_report_run_arguments(parser, "chronoculture", " (the same label twice: repeated runs, F.3)")
         parser.add_argument("--retention", type=float, default=None,
                             help="knowledge-filter retention for every model run (default: 0.75 as in 4.1; runs on a "
                                  "--sample are analysed without the filter, as F.3 does)")

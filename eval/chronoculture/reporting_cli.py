@@ -9,6 +9,7 @@ from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
 from histbench.core.progress import log
+from histbench.eval.demo_model import DEMO_MODEL, demo_label
 
 from .data import Benchmark, load_benchmark, load_predictions, read_run
 
@@ -91,9 +92,10 @@ def run_report(args: argparse.Namespace) -> None:
     built = _open_dataset(args, runs)
     bench = load_benchmark(built)
     predictions = [load_predictions(bench, run) for run in runs]
-    intro = (f"Dataset: `{built.path}` (ChronoCulture {built.version}, data sha256 "
+    # folders by name: the report is shared, their place on this disk is not
+    intro = (f"Dataset: `{Path(built.path).name}` (ChronoCulture {built.version}, data sha256 "
              f"`{(built.identity().get('data_sha256') or '')[:16]}`). Runs: "
-             + ", ".join(f"`{p.label}` ({r})" for p, r in zip(predictions, runs, strict=True)) + ".")
+             + ", ".join(f"`{p.label}` ({r.name})" for p, r in zip(predictions, runs, strict=True)) + ".")
     index = write(bench, predictions, Path(args.out), retention=args.retention, resamples=args.resamples,
                   seed=args.seed, references=not args.no_references, intro=intro, min_pairs=args.min_pairs)
     log(f"report: {index} and {index.with_suffix('.html')}")
@@ -103,9 +105,8 @@ def run_report(args: argparse.Namespace) -> None:
 # The demo's model run: the offline SmolLM2-135M-Instruct on a stratified sample of the
 # sample build (5 pairs per shift category: 60 prompts, generated 20 at a time; about 95 s
 # of CPU time on one core of the project's machine, see docs/chronoculture.md).
-DEMO_MODEL = "offline:smollm2"
 DEMO_MODEL_OPTIONS = {"dtype": "float32", "batch_size": 20}
-DEMO_LABEL = "SmolLM2-135M-Instruct"
+DEMO_LABEL = demo_label()
 DEMO_SAMPLE = 20
 DEMO_SEED = 0
 # C.4 leaves a topic or region cell blank under 20 pairs; the demo's sample has 20 pairs in

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import EvalError
-from histbench.run_results import Results
+from histbench.core.results import Results
 
 RESAMPLES = 1000
 

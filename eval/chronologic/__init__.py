@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from histbench.core.errors import UsageError
-from histbench.eval.plugin import BenchmarkEvaluator
+from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 # Modules of this package that define modes (each exposes MODES: list[Mode], and may
 # expose REPORTERS: dict[str, Callable]). Add a module name here to add its modes.
@@ -132,8 +132,7 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("runs", nargs="+", type=Path, help="run folders (each holds results.json)")
-        parser.add_argument("--out", type=Path, help="write report.md and report.json here (default: print only)")
+        add_report_run_arguments(parser, "chronologic")
         parser.add_argument("--published", action="store_true",
                             help="free generation: show the paper's published Table 4/7 rows beside the runs")
         from .likelihood import add_published_argument

@@ -15,6 +15,8 @@ from histbench.builders.chronologic.taxonomy import REASONING_TYPES
 from histbench.core.errors import EvalError
 
 PROMPT_FILE = "likelihood_prompt.yaml"
+#: how results name a file shipped with histbench (its folder in the repository and the package)
+SHIPPED_PREFIX = "sources/chronologic/"
 
 
 def load_questions(built, limit: int | None = None) -> list[dict]:
@@ -228,6 +230,29 @@ class PromptTemplate:
         from histbench.eval.signature import hash_text
 
         return hash_text(self.text)
+
+    def recorded_path(self, run_dir: Path) -> str:
+        """The template's path as a run's results.json records it, for files a user shares:
+        the shipped template by its name in histbench (`sources/chronologic/...`), any other
+        relative to the run folder (never the checkout's or the home folder's absolute path;
+        the text and sha256 are recorded beside it)."""
+        import os
+
+        from histbench.core.resources import Resources
+
+        path = Path(self.path).resolve()
+        if path == (Resources.default().source_dir("chronologic") / PROMPT_FILE).resolve():
+            return f"{SHIPPED_PREFIX}{PROMPT_FILE}"
+        return Path(os.path.relpath(path, Path(run_dir).resolve())).as_posix()
+
+    @classmethod
+    def from_recorded(cls, recorded: str | None, run_dir: Path) -> PromptTemplate:
+        """The template a results.json names (see `recorded_path`; an absolute path of an
+        older run is read as it is)."""
+        if not recorded or recorded == f"{SHIPPED_PREFIX}{PROMPT_FILE}":
+            return cls.load(None)
+        path = Path(recorded)
+        return cls.load(path if path.is_absolute() else Path(run_dir) / path)
 
     def gets_reminder(self, question: dict) -> bool:
         return self.reminder is not None and self.reminder.applies(question)

@@ -8,16 +8,18 @@ from pathlib import Path
 
 
 def run_demo(built, work_dir: Path, report_dir: Path):
-    from histbench.eval.demo_model import score_with_demo_model
+    from histbench.eval.demo_model import DEMO_MODEL, demo_label, score_with_demo_model
     from histbench.eval.report import ReportSection
 
     from .likelihood import evaluate
     from .report import likelihood_markdown
 
     results = [evaluate(built, baseline="random", run_dir=Path(work_dir) / "likelihood-random", n_resamples=1000)]
+    label = demo_label("likelihood")
     note = score_with_demo_model(
-        "chronologic", "SmolLM2-135M-Instruct", "offline:smollm2", {"dtype": "float32"},
-        lambda backend: results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2")))
+        "chronologic", label, DEMO_MODEL, {"dtype": "float32"},
+        lambda backend: results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2",
+                                                label=label)))
     figure = accuracy_figure(results, Path(report_dir) / "likelihood_accuracy.png")
     lines = [
         "### Likelihood scoring (paper 5.1, Table 3 layout)",

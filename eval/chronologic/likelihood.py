@@ -218,7 +218,7 @@ def evaluate(
         "signature": signature.to_dict(),
         "dataset": built.identity(),
         "model": model_identity,
-        "prompt_template": {"path": template.path, "sha256": template.sha256, "text": template.text},
+        "prompt_template": {"path": template.recorded_path(run_dir), "sha256": template.sha256, "text": template.text},
         "options": {**run_options, "bootstrap_resamples": n_resamples, "platt_fit": platt_fit,
                     "interval": "percentile bootstrap 95% over questions (the Table 3 metrics quote its median)"},
         "frame_permutation": None if permutation is None else permutation.to_json(),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from histbench.core.errors import EvalError
 from histbench.core.readers import iter_jsonl_objects, read_json_object
-from histbench.run_results import Results
+from histbench.core.results import Results
 
 from .likelihood import LEDGER_NAME, RESULTS_NAME
 

@@ -8,7 +8,9 @@
   probability (gold) and the model's choice. Outcome: correct / wrong by the Table 3 rule
   (acc); `abstained` when the model's top option is "insufficient information" and that
   is not the answer; the random baseline's expected accuracy 1/n is neither: `unscored`.
-  Score: the question's Brier (softmax) term.
+  Score: the question's softmax Brier (`brier_softmax`), named so: it is not Table 3's
+  calibrated Brier, which the index card and the report quote and which pools every
+  question's options in its Platt fits, so has no per-question value of its own.
 - free-generation runs (`--mode generate`): one item per question, with the system and user
   messages as sent, the raw answer and the cleaned one; `invalid` when the answer is empty
   or the request failed, otherwise `unscored` (the judges score them, `--mode judge`).
@@ -98,7 +100,7 @@ def _template(results: dict, run_dir: Path):
     recorded = results.get("prompt_template") or {}
     text = recorded.get("text")
     if not text:
-        return PromptTemplate.load(recorded.get("path"))
+        return PromptTemplate.from_recorded(recorded.get("path"), run_dir)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "likelihood_prompt.yaml"
         path.write_text(text, encoding="utf-8")
@@ -118,7 +120,9 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
         notes.append("random-choice baseline: every option equally likely, no model was asked; a question's "
                      "expected accuracy is 1/n (outcome: unscored)")
     tokenisation = (results.get("options") or {}).get("tokenisation", "authors")
-    notes.append(f"log-likelihoods with the {tokenisation} tokenisation; score: the question's Brier (softmax) term")
+    notes.append(f"log-likelihoods with the {tokenisation} tokenisation; score: the question's softmax Brier "
+                 "(mean squared gap between the options' softmax probabilities and 1/k on its k ground truths), "
+                 "not Table 3's calibrated Brier, which the report and the index card quote")
     items = []
     for _, row in iter_jsonl_objects(ledger, error=EvalError):
         number = row["question_number"]
@@ -154,7 +158,7 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
             details["options not found in records.jsonl"] = missing_records
         items.append({
             "id": str(number), "config": "questions", "group": row["group"], "system": None, "outcome": outcome,
-            "score": row.get("brier_softmax"), "score_label": "Brier", "kind": "loglikelihood",
+            "score": row.get("brier_softmax"), "score_label": "softmax Brier", "kind": "loglikelihood",
             "prompt": context, "prompt_label": "prompt (the context every option is scored after)",
             "options": options, "gold": [t for t, p in zip(texts, row["answer_probabilities"], strict=True) if p == 1.0],
             "parsed": texts[row["choice"]], "details": details,
@@ -208,7 +212,7 @@ def headlines(run_dir: Path):
         out = []
         brier = (metrics.get("brier") or {}).get("overall")
         if brier:
-            out.append(Headline(label, "Brier (Table 3, lower is better)",
+            out.append(Headline(label, "calibrated Brier (Table 3, lower is better)",
                                 format_ci(brier["median"], brier["low"], brier["high"], digits=4)))
         acc = (metrics.get("acc") or {}).get("overall")
         if acc:

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
-from histbench.eval.plugin import BenchmarkEvaluator
+from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 
@@ -30,6 +30,37 @@ from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 class ItalianEvaluator(BenchmarkEvaluator):
     name = "italian"
     viewer_module = f"{__name__}.viewer"
+
+    def add_commands(self, subparsers) -> None:
+        """`histbench review italian BUILD --out SHEET`: the WSD review sheet (the paper's
+        native-speaker review, 3.1; histbench.builders.italian.review)."""
+        existing = subparsers.choices.get("review")
+        if existing is None:
+            existing = subparsers.add_parser("review", help="write a sheet to review a build's constructed questions",
+                                             description="Write a review sheet of a build's constructed questions; "
+                                                         "rebuild with --reviews SHEET to apply the decisions.")
+            existing.set_defaults(_review_benchmarks=existing.add_subparsers(
+                dest="review_benchmark", metavar="BENCHMARK", required=True, parser_class=type(existing)))
+        benchmarks = existing.get_default("_review_benchmarks")
+        parser = benchmarks.add_parser("italian", help="review the WSD questions of a Historical Italian build",
+                                       description="One row per candidate of every WSD question (gold first, with the "
+                                                   "context and the commentators' notes): fill decision (gold: keep, "
+                                                   "correct, drop-item; distractor: keep, drop, replace), replacement, "
+                                                   "reviewer, comment; then build again with --reviews SHEET.")
+        parser.add_argument("build", type=Path, help="build/italian-<version>")
+        parser.add_argument("--out", type=Path, required=True,
+                            help="the sheet to write (.csv, .tsv or .jsonl); a sheet holding decisions is never overwritten")
+        parser.add_argument("--only-unreviewed", action="store_true", help="only the questions nobody has reviewed yet")
+        parser.set_defaults(func=self._review)
+
+    @staticmethod
+    def _review(args) -> None:
+        from histbench.builders.italian.review import export_sheet
+
+        stats = export_sheet(args.build, args.out, only_unreviewed=args.only_unreviewed)
+        print(f"{stats['path']}: {stats['rows']} rows for {stats['questions']} WSD questions ({stats['reviewed']} reviewed, "
+              f"their decisions filled in; {stats['unreviewed']} to review; {stats['dropped_questions']} dropped questions "
+              "kept as rows). Fill decision, replacement, reviewer and comment, then rebuild with --reviews SHEET.")
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from histbench.core.backends import add_model_arguments
@@ -56,7 +87,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
         from .run import evaluate, evaluate_likelihood
 
         if bool(args.baseline) == bool(args.model):
-            raise UsageError("give exactly one of --model SPEC and --baseline NAME")
+            raise UsageError("give exactly one of --model SPEC or --baseline NAME", field="--model")
         if args.mode == "likelihood" and args.baseline:
             raise UsageError("--mode likelihood scores a model's log-likelihoods; a baseline answers without one",
                              field="--baseline")
@@ -94,8 +125,7 @@ class ItalianEvaluator(BenchmarkEvaluator):
         return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with results.json)")
-        parser.add_argument("--out", type=Path, help="write index.md / index.html / report.json here")
+        add_report_run_arguments(parser, "italian")
 
     def run_report(self, args: argparse.Namespace) -> None:
         from histbench.eval.report import ReportSection, write_report

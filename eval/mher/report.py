@@ -23,6 +23,7 @@ from pathlib import Path
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import EvalError
 from histbench.core.progress import log
+from histbench.eval.plugin import add_report_run_arguments
 from histbench.eval.report import ReportSection, markdown_table, write_report
 
 from . import metrics as M
@@ -31,17 +32,13 @@ from .coding import ERRORS_CSV, UNCODED, code_errors, coded_counts
 from .data import Bench, Run, load_bench, read_run
 from .figures import FIGURE_TITLES, figures
 
-DEFAULT_REPORT_DIR = Path("reports/mher")
 CONDITION_NAMES = {"name_only": "Name-only", "context_only": "Context-only", "source_grounded": "Source-grounded",
                    "shuffled_a": "Shuffled A", "shuffled_b": "Shuffled B", "shuffled_c": "Shuffled C",
                    "unresolved": "Unresolved"}
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders of `histbench eval mher`")
-    parser.add_argument("--out", type=Path, default=DEFAULT_REPORT_DIR, help=f"report folder (default {DEFAULT_REPORT_DIR})")
-    parser.add_argument("--dataset", help="the build the runs were made on (default: the one recorded in the first run)")
-    parser.add_argument("--revision", help="Hub revision when --dataset is a Hub id")
+    add_report_run_arguments(parser, "mher")
     parser.add_argument("--resamples", type=int, default=M.DEFAULT_BOOTSTRAP,
                         help=f"paired and cluster bootstrap resamples (default {M.DEFAULT_BOOTSTRAP:,}, as in 5.6)")
     parser.add_argument("--thinning", type=int, default=2000, help="one-pair-per-entity repetitions (default 2000)")
@@ -483,8 +480,9 @@ def run_report(args: argparse.Namespace) -> None:
     sections, data = build_sections(bench, runs, out, args.resamples, args.seed, args.thinning, args.split,
                                     family=args.bonferroni_family, family_size=args.bonferroni_tests,
                                     cluster_estimator=args.cluster_bootstrap, error_codes=args.error_codes)
-    sections.append(ReportSection("Data", f"Dataset `{built.path}` (data sha256 `{bench.identity.get('data_sha256')}`); "
-                                  f"runs: {', '.join(f'`{r.path}`' for r in runs)}.", data=data))
+    # folders by name: the page is shared, their place on this disk is not (report.json has them relative)
+    sections.append(ReportSection("Data", f"Dataset `{Path(built.path).name}` (data sha256 `{bench.identity.get('data_sha256')}`); "
+                                  f"runs: {', '.join(f'`{Path(r.path).name}`' for r in runs)}.", data=data))
     index = write_report(sections, out, "MHER report")
     log(f"[mher] report: {index}")
     print(index)

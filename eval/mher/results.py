@@ -15,7 +15,7 @@ from pathlib import Path
 
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import EvalError
-from histbench.run_results import Results
+from histbench.core.results import Results
 
 
 def run_results(run_dir: Path) -> Results:

@@ -152,11 +152,22 @@ def run_baselines(bench: Bench, out: Path, embedding_spec: str | None = None, em
                                               Bench.item_id(baseline.condition, record), probabilities,
                                               ACTIONS[int(action)]))
     info = {"kind": "baselines", "label": "baselines", "dataset": bench.identity,
+            "signature": _system_signature(bench, "baseline:table2", seed, embedding_info),
             "systems": {b.name: b.describe() for b in fitted},
             "embedding_model": embedding_info.to_json() if embedding_info else None}
     write_predictions(out, predictions, info)
     log(f"[mher] {len(fitted)} baselines fitted on DEV, predictions in {out}")
     return Path(out)
+
+
+def _system_signature(bench: Bench, spec: str, seed: int, embedding_info) -> dict:
+    """The signature of a run of fitted systems (no model asked): the data, the systems
+    (baseline:table2 or reference:KIND), the embedding model they used, the seed."""
+    from histbench.eval.signature import make_signature
+
+    embedding = embedding_info.label if embedding_info else "none"
+    return make_signature(dataset=bench.identity, backend={"spec": spec}, embedding=embedding,
+                          seed=seed).to_dict()
 
 
 def run_reference(bench: Bench, out: Path, kind: str, embedding_spec: str | None = None, embedding_model=None,
@@ -174,7 +185,9 @@ def run_reference(bench: Bench, out: Path, kind: str, embedding_spec: str | None
         name = label or "reference: lexical logistic"
     system = ReferenceSystem(name, factories, seed=seed).fit(bench)
     predictions = system_predictions(system, bench, conditions, ["dev", "test"])
-    info = {"kind": "reference", "label": name, "dataset": bench.identity, "systems": {name: system.describe()},
+    info = {"kind": "reference", "label": name, "dataset": bench.identity,
+            "signature": _system_signature(bench, f"reference:{kind}", seed, embedding_info if kind == "embedding" else None),
+            "systems": {name: system.describe()},
             "conditions": list(conditions),
             "embedding_model": embedding_info.to_json() if kind == "embedding" else None}
     write_predictions(out, predictions, info)

@@ -28,6 +28,29 @@ SPLIT_LABELS = {"dev": "DEV", "test": "TEST"}
 AMBIGUOUS = "ambiguous"
 
 
+def system_labels(systems: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(label, other words) of each system of a run: Table 2's method text (the baseline's
+    label and its embedding model); where two systems share it (the Name and Context
+    embedding baselines, one name in the paper's Table 2) their condition tells them apart,
+    and Table 2's text stays an alias (the report links its rows by it)."""
+    table: dict[str, str] = {}
+    for name, spec in systems.items():
+        label = spec.get("label") if isinstance(spec.get("label"), str) else None
+        model = spec.get("model") if isinstance(spec.get("model"), str) else None
+        table[name] = (label or name) + (f" ({model})" if label and model else "")
+    shared = {text for text in table.values() if list(table.values()).count(text) > 1}
+    labels, aliases = {}, {}
+    for name, text in table.items():
+        spec = systems[name]
+        if text in shared and spec.get("condition") in CONDITION_LABELS:
+            model = f" ({spec['model']})" if isinstance(spec.get("model"), str) else ""
+            labels[name] = f"{spec.get('label') or name}, {CONDITION_LABELS[spec['condition']]}{model}"
+            aliases[name] = [text]
+        else:
+            labels[name] = text
+    return labels, aliases
+
+
 def is_run_folder(run_dir: Path) -> bool:
     return (Path(run_dir) / RUN_FILE).is_file() and (Path(run_dir) / PREDICTIONS_FILE).is_file()
 
@@ -99,10 +122,11 @@ def view_items(run_dir: Path) -> ViewerRun:
         if row.get("scholarly_note"):
             item["details"]["scholarly note"] = row["scholarly_note"]
         items.append(item)
-    labels = {"config": CONDITION_LABELS, "group": SPLIT_LABELS,
-              "system": {name: spec.get("label") or name for name, spec in systems.items()}}
+    names, system_aliases = system_labels(systems)
+    labels = {"config": CONDITION_LABELS, "group": SPLIT_LABELS, "system": names}
     # the words of the tables' column headings (Table 4: "Name", "Source")
-    aliases = {"config": {"name_only": ["Name"], "context_only": ["Context"], "source_grounded": ["Source"]}}
+    aliases = {"config": {"name_only": ["Name"], "context_only": ["Context"], "source_grounded": ["Source"]},
+               "system": system_aliases}
     return ViewerRun("mher", run.label, run.path, items, labels, notes, aliases=aliases)
 
 
@@ -114,7 +138,7 @@ def headlines(run_dir: Path):
     from .results import run_results
 
     results = run_results(run_dir)
-    labels = {name: spec.get("label") or name for name, spec in (results.info.get("systems") or {}).items()}
+    labels, _ = system_labels(results.info.get("systems") or {})
     out = []
     for system, conditions in results.metrics.items():
         condition = "source_grounded" if "source_grounded" in conditions else next(iter(conditions))
@@ -123,5 +147,6 @@ def headlines(run_dir: Path):
         if accuracy is None:
             continue
         out.append(Headline(labels.get(system, system), f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST",
-                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high"))))
+                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high")),
+                            estimate=accuracy, higher_is_better=True))
     return out

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
-from histbench.eval.plugin import BenchmarkEvaluator
+from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 
 def _add_score_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,12 +165,8 @@ class ValenceEvaluator(BenchmarkEvaluator):
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.description = "Bias beta and adequacy delta per model and group, Tables 1-3 and Figures 1-3 style."
-        parser.add_argument("run", type=Path, help="the run folder of `histbench eval valence`")
-        parser.add_argument("--out", type=Path, default=None, help="report folder (default RUN/report)")
+        add_report_run_arguments(parser, "valence", " (one: its models are compared with each other)")
         _add_score_arguments(parser)
-
-    def report_out(self, args: argparse.Namespace) -> Path:
-        return Path(args.out) if args.out else Path(args.run).expanduser() / "report"
 
     def run_report(self, args: argparse.Namespace) -> None:
         from histbench.eval.report import write_report
@@ -178,9 +174,12 @@ class ValenceEvaluator(BenchmarkEvaluator):
         from .reporting import build_section
         from .runfolder import RunFolder
 
-        run = RunFolder.open(args.run)
+        if len(args.runs) != 1:
+            raise UsageError(f"histbench report valence reads one run folder (its models are compared with each "
+                             f"other), got {len(args.runs)}: report each run on its own", field="RUN")
+        run = RunFolder.open(args.runs[0])
         scores = score_folder(run, _score_options(args, run.fold_case))
-        out = args.out or (run.path / "report")
+        out = args.out
         from .coverage import vocabulary_coverage
 
         coverage = None if args.no_vocabulary_check else vocabulary_coverage(run.models, scores.candidates)

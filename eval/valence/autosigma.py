@@ -33,8 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from histbench.builders.valence.scale import Scale
-from histbench.builders.valence.tables import read_table
 from histbench.core.errors import SourceError, UsageError
+from histbench.core.sheets import read_table
 
 ANNOTATOR = "automatic:relative-frequency"
 SMOOTHING = 0.5

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.core.errors import EvalError
-from histbench.run_results import Results
+from histbench.core.results import Results
 
 
 def run_results(run_dir: Path) -> Results:

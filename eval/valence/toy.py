@@ -117,7 +117,7 @@ def build_demo_models(cache_dir: Path, sample_dir: Path, *, seed: int = 0, steps
     early = _lines(Path(sample_dir) / "toy_corpus_early.txt")
     modern = _lines(Path(sample_dir) / "toy_corpus_modern.txt")
     from histbench.builders.valence.masks import mask_regex
-    from histbench.builders.valence.tables import read_table
+    from histbench.core.sheets import read_table
 
     regex = mask_regex()
     _, rows = read_table(Path(sample_dir) / "sentences.csv")

@@ -35,10 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from histbench.builders.valence.annotations import Annotation, ProblemList, read_annotations
-from histbench.builders.valence.tables import read_table as read_user_table
+from histbench.core import sheets
 from histbench.core.atomic import atomic_path
 from histbench.core.errors import SourceError, UsageError
 from histbench.core.hashing import sha256_path
+from histbench.core.sheets import read_table as read_user_table
 
 from .metrics import key_of
 from .runfolder import RunFolder
@@ -80,40 +81,22 @@ def annotated_keys(run: RunFolder, method: str | None = "manual") -> set[tuple[s
 FILLED_COLUMNS = ("sigma", "valence", "skip", "annotator", "comment", "note", "notes")
 
 
+SHEET_KEYS = ({"sentence_id", "id"}, {"token", "word"})
+
+
 def filled_rows(path: Path) -> int | None:
     """How many rows of an existing sheet hold something a person wrote (a sigma, skip,
     annotator or comment cell); None when the file is not a sheet at all (unreadable, or
     without the sheet's sentence_id and token columns)."""
-    from histbench.core.errors import HistbenchError
-
-    try:
-        columns, rows = read_user_table(path)
-    except (HistbenchError, OSError):
-        return None
-    if not ({"sentence_id", "id"} & set(columns) and {"token", "word"} & set(columns)):
-        return None
-    return sum(1 for r in rows if r.get(*FILLED_COLUMNS) is not None)
+    return sheets.filled_rows(path, SHEET_KEYS, FILLED_COLUMNS)
 
 
 def check_sheet_writable(out: Path) -> None:
     """Refuse to replace a file that holds annotations, or that is not a blank sheet."""
-    out = Path(out)
-    if not out.exists():
-        return
-    if not out.is_file():
-        raise UsageError("--out names a folder, not a sheet file", file=out, field="--out")
-    filled = filled_rows(out)
-    if filled is None:
-        raise UsageError(
-            "the file exists and is not a blank annotation sheet; it is never overwritten: choose another --out",
-            file=out, field="--out",
-        )
-    if filled:
-        raise UsageError(
-            f"the sheet exists and {filled} of its rows hold annotations; a sheet is never overwritten: import it "
-            "(`histbench valence import-annotations RUN SHEET --partial`), then export the rest with --only-missing "
-            "to a new --out file", file=out, field="--out",
-        )
+    sheets.check_sheet_writable(
+        out, SHEET_KEYS, FILLED_COLUMNS, kind="annotation", held="annotations",
+        advice="import it (`histbench valence import-annotations RUN SHEET --partial`), then export the rest with "
+               "--only-missing to a new --out file")
 
 
 def free_sheet_name(folder: Path, stem: str = "to_annotate", suffix: str = ".csv") -> Path:

@@ -3,9 +3,12 @@ alike; it imports neither `histbench.builders` nor `histbench.eval`.
 
 - errors (`errors`), optional dependencies and their extras (`extras`), progress and log
   lines (`progress`), atomic files and folders (`atomic`), inter-process locks (`locks`),
-  credential scrubbing (`secrets`), line-numbered JSON readers (`readers`), shipped files
+  signals that end a command as Ctrl-C does (`signals`),
+  credential scrubbing (`secrets`), line-numbered JSON readers (`readers`), the sheets a
+  person fills by hand, read and never overwritten (`sheets`), shipped files
   (`resources`), hashing and local-path checks (`hashing`, `paths`), schemas and their
-  Arrow features (`schema`), Markdown tables (`markdown`), the running release (`version`);
+  Arrow features (`schema`), Markdown tables (`markdown`), the running release (`version`),
+  what a run gave (`results`);
 - the built-dataset reader (`dataset`: a build folder or Hub id, as `load_dataset` gives it);
 - the model engine: backends (`backends`: OpenAI-compatible APIs, local transformers, vLLM,
   the offline model), the run store (`runstore`), prefix-shared likelihood scoring

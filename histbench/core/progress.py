@@ -84,8 +84,12 @@ def progress(iterable=None, *, desc: str = "", total: int | None = None, disable
 
 
 def log(message: str) -> None:
-    """A status line for the user (stderr, so stdout stays machine-readable)."""
-    print(message, file=sys.stderr, flush=True)
+    """A status line for the user (stderr, so stdout stays machine-readable), without any
+    credential: URLs lose their user part and secret query values, registered credentials
+    are replaced (secrets.redact)."""
+    from .secrets import redact
+
+    print(redact(str(message)), file=sys.stderr, flush=True)
 
 
 def quiet_datasets() -> None:

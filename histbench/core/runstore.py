@@ -488,7 +488,7 @@ class RunStore:
             **base,
             "response": response,
             "error": None,
-            "model": response.get("model") or self.backend.target,
+            "model": response.get("model") or self.backend.model_name,
             "attempts": getattr(result, "attempts", 1),
             "parsed": parsed,
             "parse_error": parse_error,

@@ -6,12 +6,19 @@ folders, results, reports):
 - by name: a header, query parameter or option whose name says it holds a credential
   (`Authorization`, `api-key`, `x-api-key`, `api_key`, `access_token`, `client_secret`,
   `password`, `Cookie`, ...: see `is_secret_name`) keeps its name, and its text value
-  becomes `<redacted>`; so does the password of a URL (`https://user:PASSWORD@host`);
+  becomes `<redacted>`. A URL's query parameters follow a wider rule
+  (`is_secret_query_name`): also `code` (Azure Functions keys), `sig` and `signature`
+  (Azure SAS, AWS presigned URLs), `hmac`, `session`, ... And a URL's whole user part
+  (`https://TOKEN@host`, `https://user:PASSWORD@host`) is always `<redacted>`, user name
+  included: a token is often passed as the user name;
 - by value: a backend registers every credential it reads (the API key from the
   environment variable the spec names, header values with secret names, the Hugging Face
-  token) with `register_secret`; `scrub_text` replaces any occurrence of one of them in a
-  text about to be written. `write_text_atomic` (atomic.py), the run store's
-  records.jsonl and the report writer pass everything they write through it.
+  token, and from a URL its user name, password, secret query values and the
+  `Authorization: Basic ...` header that httpx derives from `user:password@`) with
+  `register_secret`; `scrub_text` replaces any occurrence of one of them in a text about
+  to be written. `write_text_atomic` (atomic.py), the run store's records.jsonl, the
+  dataset writer, the report writer and viewer, status lines (`progress.log`) and the
+  command line's error lines pass everything they write through it.
 
 Values shorter than MIN_SECRET_LENGTH characters are not registered: no credential is
 that short, and replacing a short string everywhere would corrupt ordinary text.
@@ -19,12 +26,13 @@ that short, and replacing a short string everywhere would corrupt ordinary text.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
 MIN_SECRET_LENGTH = 8
@@ -36,6 +44,11 @@ _SECRET_LAST_WORDS = frozenset({
 })
 #: ... or when it is one of these (any spelling: case, dashes, underscores)
 _SECRET_NAMES = frozenset({"apikey", "xapikey", "setcookie", "proxyauthorization"})
+#: a URL query parameter is also secret when it is one of these (any spelling) ...
+_SECRET_QUERY_NAMES = frozenset({"code", "sig", "session", "sessionid", "sid", "otp", "ticket", "hmac", "authcode"})
+#: ... or when its last word is one of these (names too common elsewhere, e.g. a record's
+#: code field, to be secret as option or field names; `country_code` in a query is not)
+_SECRET_QUERY_LAST_WORDS = frozenset({"signature", "sig", "hmac"})
 
 _lock = threading.Lock()
 _values: set[str] = set()
@@ -59,13 +72,36 @@ def is_secret_name(name: str) -> bool:
     return "".join(words) in _SECRET_NAMES or words[-1] in _SECRET_LAST_WORDS
 
 
+def is_secret_query_name(name: str) -> bool:
+    """Whether a URL query parameter of this name holds a credential: `is_secret_name`
+    (token, key, access_token, api-key, ...), or the name code, sig, session, session_id,
+    sid, otp, ticket, hmac or authcode, or a last word signature, sig or hmac (`?code=` of
+    Azure Functions, `?sig=` of Azure SAS, `X-Amz-Signature` of AWS presigned URLs).
+    False for api-version, model, format, country_code, ..."""
+    words = _words(name)
+    if not words:
+        return False
+    return is_secret_name(name) or "".join(words) in _SECRET_QUERY_NAMES or words[-1] in _SECRET_QUERY_LAST_WORDS
+
+
 def register_secret(value: Any) -> None:
-    """Remember a credential this process read, so that no written text will hold it."""
+    """Remember a credential this process read, so that no written text will hold it
+    (an `Authorization` value also registers its credential alone: `Bearer KEY` -> KEY,
+    `Basic B64` -> B64)."""
     if isinstance(value, str) and len(value.strip()) >= MIN_SECRET_LENGTH:
+        value = value.strip()
         with _lock:
-            _values.add(value.strip())
-            if value.lower().startswith("bearer "):
-                _values.add(value[7:].strip())
+            _values.add(value)
+            scheme, _, credential = value.partition(" ")
+            if scheme.lower() in ("bearer", "basic", "token") and len(credential.strip()) >= MIN_SECRET_LENGTH:
+                _values.add(credential.strip())
+
+
+def forget_registered_secrets() -> None:
+    """Forget every registered credential, as a new process would know none (tests use it to
+    run `report` and `view` the way a later command does)."""
+    with _lock:
+        _values.clear()
 
 
 def registered_secrets() -> frozenset[str]:
@@ -85,23 +121,25 @@ def scrub_text(text: str) -> str:
     return text
 
 
+_AUTHORITY_RE = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#]*)@")
+
+
 def redact_url(url: str) -> str:
-    """A URL with its password and the values of secret query parameters replaced by <redacted>."""
+    """A URL with its whole user part (`TOKEN@`, `user:password@`) and the values of its
+    secret query parameters (`is_secret_query_name`) replaced by <redacted>. A URL that
+    does not parse still loses its user part."""
+    url = _AUTHORITY_RE.sub(lambda m: f"{m['scheme']}{REDACTED}@", url, count=1)
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        netloc = f"{user}{':' + REDACTED if sep else ''}@{host}"
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        if any(is_secret_name(k) for k, _ in pairs):
-            query = urlencode([(k, REDACTED if is_secret_name(k) else v) for k, v in pairs], safe="<>", quote_via=quote)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        if any(is_secret_query_name(k) for k, _ in pairs):
+            query = urlencode([(k, REDACTED if is_secret_query_name(k) else v) for k, v in pairs],
+                              safe="<>", quote_via=quote)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
 def redact(value: Any) -> Any:
@@ -161,16 +199,25 @@ def register_secrets_in(value: Any) -> None:
 
 
 def register_url_secrets(url: str) -> None:
-    """Register the password and the secret query parameter values of a URL."""
+    """Register what a URL carries as credentials: its user name and password (as written
+    and percent-decoded), the `Authorization: Basic ...` header httpx derives from them,
+    and the values of its secret query parameters (`is_secret_query_name`)."""
+    match = _AUTHORITY_RE.match(url)
+    if match:
+        userinfo = match["userinfo"]
+        user, _, password = userinfo.partition(":")
+        for text in {userinfo, user, password, unquote(user), unquote(password)}:
+            register_secret(text)
+        derived = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+        register_secret(f"Basic {derived}")
     try:
-        parts = urlsplit(url)
+        query = urlsplit(url).query
     except ValueError:
-        return
-    if "@" in parts.netloc and parts.password:
-        register_secret(parts.password)
-    for key, item in parse_qsl(parts.query, keep_blank_values=True):
-        if is_secret_name(key):
+        query = url.partition("?")[2]
+    for key, item in parse_qsl(query, keep_blank_values=True):
+        if is_secret_query_name(key):
             register_secret(item)
+            register_secret(quote(item, safe=""))
 
 
 def _strings(value: Any):
@@ -182,3 +229,36 @@ def _strings(value: Any):
     elif isinstance(value, list | tuple):
         for item in value:
             yield from _strings(item)
+
+
+#: loggers of the HTTP libraries that log request URLs (httpx at INFO: "HTTP Request: POST URL")
+HTTP_LOGGERS = ("httpx", "httpcore", "urllib3.connectionpool")
+
+
+class RedactingFilter:
+    """A `logging` filter that passes a record's text through `redact` (a URL's user part,
+    secret query values, registered credentials), so that a program that shows library
+    logs (`logging.basicConfig(level=logging.INFO)`) shows no credential."""
+
+    def filter(self, record) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is left to logging's own handling
+            return True
+        cleaned = redact(text)
+        if cleaned != text:
+            record.msg, record.args = cleaned, ()
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def redact_http_logs() -> None:
+    """Add the redacting filter to the HTTP libraries' loggers (once; idempotent)."""
+    import logging
+
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

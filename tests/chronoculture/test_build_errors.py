@@ -141,12 +141,13 @@ def test_cli_prints_one_line_and_exits_2(wvs_file, registry_file, groups, tmp_pa
 
 
 def test_bad_options(wvs_file, registry_file, groups, tmp_path):
+    from histbench.builders.chronoculture import BUILDER
     from histbench.cli import make_parser
 
     parser = make_parser()
     args = parser.parse_args(["build", "chronoculture", "--wvs", "x.sav", "--min-respondents", "0"])
     with pytest.raises(UsageError):
-        args.builder.options_from_args(args)
+        BUILDER.options_from_args(args)
 
 
 # ------------------------------------------------------------------ issue 17: reliability of the reader

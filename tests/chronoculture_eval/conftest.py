@@ -193,10 +193,7 @@ def make_build():
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory):
-    """The bundled sample built by the real builder, as `make demo` builds it (once per session)."""
-    from histbench.builders.machinery.build import get_builder, run_build
-
-    builder = get_builder("chronoculture")
-    root = tmp_path_factory.mktemp("chronoculture-sample")
-    return run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=root)
+def sample_build(built_sample):
+    """The bundled sample built by the real builder, as `make demo` builds it (once per test
+    run; read-only)."""
+    return built_sample("chronoculture")

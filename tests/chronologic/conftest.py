@@ -53,13 +53,9 @@ def sample_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory) -> Path:
-    """The bundled sample, built once for the session."""
-    from histbench.builders.chronologic import BUILDER
-    from histbench.builders.machinery.build import run_build
-
-    out = tmp_path_factory.mktemp("chronologic-build")
-    return run_build(BUILDER, {"questions": SAMPLE}, out_root=out)
+def sample_build(built_sample) -> Path:
+    """The bundled sample, built once for the test run (read-only)."""
+    return built_sample("chronologic")
 
 
 @pytest.fixture

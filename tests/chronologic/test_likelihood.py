@@ -122,7 +122,7 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
     assert main(["eval", "chronologic", "--mode", "nonsense"]) == 2
     assert "unknown --mode 'nonsense' (available: likelihood" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--baseline", "random", "--model", "hf:x", "--dataset", str(sample_build)]) == 2
-    assert main(["report", "chronologic", str(out)]) == 0
+    assert main(["report", "chronologic", str(out), "--out", str(tmp_path / "report")]) == 0
     assert "random choice" in capsys.readouterr().out
 
 
@@ -132,7 +132,7 @@ def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
     from histbench.cli import main
 
     evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
-    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3"]) == 0
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3", "--out", str(tmp_path / "report")]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| ") and line.endswith(("| published |", "| this run |"))]
     assert rows[0].startswith("| Talkie 1930 base | 0.1574 [0.1551, 0.1596] | 39.5 [34.3, 44.7] | 24.9 [19.9, 30.1] | "
@@ -151,7 +151,7 @@ def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
                  "--out", str(tmp_path / "r2"), "--bootstrap", "20", "--published-table3", str(theirs)]) == 0
     assert "| Gemma 4 31B base | 0.1606 | 23.0 | 13.3 | 40.6 |  | published |" in capsys.readouterr().out
     theirs.write_text("model,overall_brier\nGemma,not a number\n")
-    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3", str(theirs)]) == 2
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3", str(theirs), "--out", str(tmp_path / "report")]) == 2
     assert "row 2, column 'overall_brier': expected a number" in capsys.readouterr().err
 
 

@@ -24,11 +24,9 @@ def reference(name: str) -> dict:
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory) -> Path:
-    from histbench.builders.chronologic import BUILDER
-    from histbench.builders.machinery.build import run_build
-
-    return run_build(BUILDER, {"questions": SAMPLE}, out_root=tmp_path_factory.mktemp("chronologic-gen-build"))
+def sample_build(built_sample) -> Path:
+    """The bundled sample, built once for the test run (read-only)."""
+    return built_sample("chronologic")
 
 
 @pytest.fixture(scope="session")

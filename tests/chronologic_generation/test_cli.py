@@ -38,7 +38,7 @@ def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_
     assert "Free generation (Table 4, Table 7)" in out
     ledger = (report_dir / "generation_ledger.csv").read_text().splitlines()
     assert len(ledger) == 25 and "delta" in ledger[0] and "auto_verdict" in ledger[0]
-    assert main(["report", "chronologic", str(run), "--published"]) == 0
+    assert main(["report", "chronologic", str(run), "--published", "--out", str(tmp_path / "published")]) == 0
     assert "GPT-6-Astra (published)" in capsys.readouterr().out
     data = json.loads((report_dir / "report.json").read_text())
     scores = data["Free generation (Table 4, Table 7)"]

@@ -176,14 +176,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def histbench_wheel(tmp_path_factory):
-    """(path, pip's output) of the wheel built from this checkout, once per session."""
+def histbench_source(tmp_path_factory):
+    """A copy of the checkout (tracked files and new ones not ignored), once per session:
+    setuptools writes build metadata next to the sources, which must not land in the checkout."""
     import shutil
     import subprocess
-    import sys
 
-    # Built from a copy of the checkout (tracked files and new ones not ignored): setuptools
-    # writes build metadata next to the sources, which must not land in the checkout.
     source = tmp_path_factory.mktemp("source")
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
@@ -191,13 +189,36 @@ def histbench_wheel(tmp_path_factory):
         if (REPO / rel).is_file():
             (source / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, source / rel)
+    return source
+
+
+@pytest.fixture(scope="session")
+def histbench_wheel(tmp_path_factory, histbench_source):
+    """(path, pip's output) of the wheel built from this checkout, once per session."""
+    import subprocess
+    import sys
+
     out = tmp_path_factory.mktemp("wheel")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(histbench_source)],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return next(out.glob("histbench-*.whl")), result.stdout + result.stderr
+
+
+@pytest.fixture(scope="session")
+def histbench_sdist(tmp_path_factory, histbench_source):
+    """The sdist built from this checkout by setuptools' PEP 517 backend (what `python -m
+    build --sdist --no-isolation` calls), once per session."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("sdist")
+    code = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    result = subprocess.run([sys.executable, "-c", code, str(out)], cwd=histbench_source, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out / result.stdout.strip().splitlines()[-1]
 
 
 def _closure(requirement: str) -> dict:
@@ -274,10 +295,7 @@ def linked_environment(root: Path, wheel: Path, extras: tuple[str, ...] = (), al
     install_from_this_environment(venv, f"histbench[{','.join(extras)}]" if extras else "histbench")
     for requirement in also:
         install_from_this_environment(venv, requirement)
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-deps",
-         str(wheel)], capture_output=True, text=True,
-    )
+    result = pip_into(venv, "install", "--quiet", "--no-deps", str(wheel))
     assert result.returncode == 0, result.stderr[-3000:]
     return venv
 
@@ -295,16 +313,48 @@ def linked_env(tmp_path, histbench_wheel):
     return make
 
 
-@pytest.fixture
-def venv_with_torch(tmp_path):
-    """A fresh virtual environment (with pip) holding only torch and what torch needs, as
-    this environment has them: the torch a user installs first for their machine
-    (docs/install.md), without downloading it again."""
+def pip_into(venv: Path, *args: str, **kwargs):
+    """`pip ARGS` for the environment `venv` (this environment's pip, run with --python:
+    a fresh venv needs no pip of its own, which takes seconds to install)."""
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args],
+                          capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture
+def fresh_venv(tmp_path):
+    """fresh_venv(name="venv") -> a new virtual environment (no pip: install into it with pip_into)."""
+    import subprocess
+    import sys
+
+    def make(name: str = "venv") -> Path:
+        venv = tmp_path / name
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        return venv
+
+    return make
+
+
+@pytest.fixture
+def venv_with_torch(fresh_venv):
+    """A fresh virtual environment holding only torch and what torch needs, as this
+    environment has them: the torch a user installs first for their machine
+    (docs/install.md), without downloading it again."""
     pytest.importorskip("torch")
-    venv = tmp_path / "fresh"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    venv = fresh_venv("fresh")
     install_from_this_environment(venv, "torch")
     return venv
+
+
+@pytest.fixture
+def pip():
+    """pip(venv, *args) -> CompletedProcess (see pip_into)."""
+    return pip_into
+
+
+@pytest.fixture
+def link_from_this_environment():
+    """link(venv, requirement): see install_from_this_environment."""
+    return install_from_this_environment

@@ -39,7 +39,8 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
     assert questions.num_rows == 24
     assert histbench.validate(folder)["benchmark"] == "chronologic"
 
-    run = histbench.evaluate("chronologic", baseline="random", dataset=folder)
+    # 200 bootstrap resamples, as the CLI run below (the default 1,000 take ~25 s of CPU each)
+    run = histbench.evaluate("chronologic", baseline="random", dataset=folder, bootstrap=200)
     assert isinstance(run, histbench.Results) and run.benchmark == "chronologic"
     assert run.path == Path("runs/chronologic/likelihood-random")   # the command's default run folder
     assert run.label == "random choice"
@@ -55,7 +56,8 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
 
     # the command line writes the same numbers
     capsys.readouterr()
-    assert main(["eval", "chronologic", "--baseline", "random", "--dataset", str(folder), "--out", "runs/cli"]) == 0
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "200", "--dataset", str(folder),
+                 "--out", "runs/cli"]) == 0
     cli = json.loads(Path("runs/cli/results.json").read_text())
     assert cli["metrics"] == run.metrics and cli["signature"]["text"] == run.signature
 
@@ -104,6 +106,7 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
     assert exact["n"] == sum(1 for r in baselines.records if r["system"] == "exact" and r["split"] == "test")
     assert 0 <= exact["accuracy_low"] <= exact["accuracy"] <= exact["accuracy_high"] <= 1
     assert all(r["gold"] in ("same", "different") for r in baselines.records)
+    assert baselines.signature.startswith("histbench:") and "|model:baseline:table2|" in baselines.signature
 
 
 def test_results_of_italian_and_valence_runs(notebook, tiny_masked_lm):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from histbench.cli import main, make_parser
+from histbench.core.errors import UsageError
 from histbench.eval.plugin import default_dataset
 
 BENCHMARKS = ("chronoculture", "chronologic", "italian", "mher", "valence")
@@ -64,19 +65,24 @@ def test_no_help_text_sends_the_reader_to_the_readme():
         assert not [t for t in texts if re.search(r"(?<![/\w])README\b(?!\.md)", t)], parser.prog
 
 
-@pytest.fixture
-def sample_builds(tmp_path_factory):
-    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
-    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has."""
+def _build_samples(root: Path) -> None:
     import histbench
     from histbench.builders.machinery.build import get_builder
 
-    root = tmp_path_factory.mktemp("work")
     for name in ("chronoculture", "chronologic", "mher", "valence"):
         histbench.build(name, sample=True, out=root / "build")
     cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
     histbench.build("italian", cavalcanti=cavalcanti, out=root / "build")
-    return root
+
+
+@pytest.fixture
+def sample_builds(run_cache, tmp_path_factory):
+    """The bundled samples in build/ of a fresh working folder (italian: the Cavalcanti
+    sample only, which is quick), as a user who ran `histbench build BENCHMARK --sample` has:
+    built once per test run, copied for each test."""
+    import shutil
+
+    return Path(shutil.copytree(run_cache("cli-consistency-builds", _build_samples), tmp_path_factory.mktemp("work") / "w"))
 
 
 def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monkeypatch):
@@ -84,7 +90,8 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
     assert main(["eval", "chronoculture", "--baseline", "uniform", "--out", "runs/cc"]) == 0
     assert main(["eval", "italian", "--baseline", "random", "--out", "runs/it"]) == 0
     assert main(["eval", "mher", "--baseline", "table2", "--out", "runs/mh"]) == 0
-    assert main(["eval", "chronologic", "--baseline", "random", "--out", "runs/cl"]) == 0
+    # (chronologic's bootstrap cut to 50 resamples here: it takes ~25 s CPU at the default 1,000)
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--out", "runs/cl"]) == 0
     for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "results.json")):
         info = json.loads((sample_builds / "runs" / run / file).read_text())
         assert Path(info["dataset"]["path"]).resolve().parent == (sample_builds / "build").resolve(), run
@@ -95,7 +102,7 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
 
 @pytest.mark.parametrize("name, words", [
     ("chronoculture", ["--baseline", "uniform"]),
-    ("chronologic", ["--baseline", "random"]),
+    ("chronologic", ["--baseline", "random", "--bootstrap", "50"]),
     ("italian", ["--baseline", "random"]),
     ("mher", ["--baseline", "table2"]),
     ("valence", ["--model", "hf:/nonexistent/masked-lm"]),
@@ -131,7 +138,8 @@ def test_a_repeated_baseline_is_one_run_each_named_by_its_baseline(sample_builds
 
 def test_label_names_the_run_in_every_evaluator(sample_builds, monkeypatch):
     monkeypatch.chdir(sample_builds)
-    assert main(["eval", "chronologic", "--baseline", "random", "--label", "coin", "--out", "runs/coin"]) == 0
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--label", "coin",
+                 "--out", "runs/coin"]) == 0
     assert json.loads(Path("runs/coin/results.json").read_text())["label"] == "coin"
     assert main(["eval", "italian", "--baseline", "random", "--label", "dice", "--out", "runs/dice"]) == 0
     assert json.loads(Path("runs/dice/results.json").read_text())["model"] == "dice"
@@ -149,3 +157,94 @@ def test_valence_label_and_limit(sample_builds, monkeypatch, tiny_masked_lm):
         r["sentence_id"] for r in histbench.load("build/valence-1.0.0", "sentences", "test").select(range(4))}
     assert main(["eval", "valence", "--model", f"hf:{tiny_masked_lm}", "--model", f"other=hf:{tiny_masked_lm}",
                  "--label", "x", "--out", "runs/two"]) == 2
+
+
+def _report_parsers() -> dict[str, argparse.ArgumentParser]:
+    return _subparsers(_subparsers(make_parser())["report"])
+
+
+def test_every_report_takes_its_runs_out_dataset_and_revision_alike():
+    """`histbench report BENCHMARK RUN... [--out DIR] [--dataset BUILD] [--revision REV]`,
+    the same names, defaults (reports/BENCHMARK) and help in every benchmark."""
+    helps: dict[str, set[str]] = {}
+    for name, parser in _report_parsers().items():
+        (runs,) = [a for a in parser._actions if not a.option_strings and a.dest != "help"]
+        assert (runs.dest, runs.nargs, runs.metavar) == ("runs", "+", "RUN"), name
+        options = _options(parser)
+        assert options["--out"].default == Path("reports") / name, name
+        for flag in ("--dataset", "--revision"):
+            helps.setdefault(flag, set()).add(options[flag].help)
+    assert set(_report_parsers()) == set(BENCHMARKS)
+    assert all(len(texts) == 1 for texts in helps.values()), helps
+
+
+def test_an_option_has_one_name_in_the_command_and_the_api():
+    """Every API keyword is its option's long name with dashes as underscores (a raw input:
+    its role, `--questions` is `questions`), in every command of every benchmark."""
+    import inspect
+
+    import histbench
+    from histbench.options import PUSH, build_options, eval_options, report_options
+
+    for name in BENCHMARKS:
+        for options in (build_options(name), eval_options(name), report_options(name)):
+            for option in options.options:
+                if option.flags[0].startswith("--"):
+                    assert option.keyword == option.flag[2:].replace("-", "_"), (options.prog, option.flags)
+    assert set(inspect.signature(histbench.push).parameters) == {o.keyword for o in PUSH.options}
+    with pytest.raises(UsageError, match=r"no option 'question' \(options: .*\bquestions\b") as caught:
+        histbench.build("chronologic", question="x.jsonl")
+    assert "input_" not in str(caught.value)
+
+
+def test_the_command_refuses_what_it_would_otherwise_ignore(sample_builds, capsys):
+    assert main(["--frob"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown option --frob" in err and "required: COMMAND" not in err and len(err.strip().splitlines()) == 1
+    folder = str(sample_builds / "build" / "chronologic-1.0.0")
+    assert main(["validate", folder, "--revision", "v1"]) == 2
+    assert "is a local folder" in capsys.readouterr().err
+    assert main(["validate", folder]) == 0
+
+
+@pytest.mark.parametrize("name", ["chronoculture", "chronologic", "italian", "mher"])
+def test_eval_without_a_model_names_the_baselines(name, sample_builds, monkeypatch, capsys):
+    monkeypatch.chdir(sample_builds)
+    assert main(["eval", name]) == 2
+    err = capsys.readouterr().err
+    assert "--model" in err and "--baseline" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_api_is_quiet_unless_asked(sample_builds, monkeypatch, capsys):
+    """In a notebook, `evaluate` and `report` print no tables (verbose=True prints what the
+    command prints); progress and notes still go to standard error."""
+    import histbench
+
+    monkeypatch.chdir(sample_builds)
+    capsys.readouterr()
+    run = histbench.evaluate("chronologic", baseline="random", out="runs/quiet")
+    histbench.report("chronologic", run, out="reports/quiet")
+    assert capsys.readouterr().out == ""
+    histbench.evaluate("chronologic", baseline="random", out="runs/loud", verbose=True)
+    histbench.report("chronologic", "runs/loud", out="reports/loud", verbose=True)
+    loud = capsys.readouterr().out
+    assert "random choice" in loud and "|" in loud   # the command's tables
+
+
+def test_report_dataset_refuses_runs_of_another_build(sample_builds, monkeypatch, capsys):
+    """`--dataset` in a report that does not read the build still checks the runs against it."""
+    import histbench
+    from histbench.builders.machinery.build import get_builder
+
+    monkeypatch.chdir(sample_builds)
+    assert main(["eval", "chronologic", "--baseline", "random", "--out", "runs/cl"]) == 0
+    assert main(["report", "chronologic", "runs/cl", "--dataset", "build/chronologic-1.0.0", "--out", "reports/ok"]) == 0
+    sample = get_builder("chronologic").manifest().sample_paths()["questions"][0]
+    fewer = Path("fewer.jsonl")
+    fewer.write_text("".join(Path(sample).read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
+    other = histbench.build("chronologic", questions=fewer, out="other", allow_checksum_mismatch=True)
+    capsys.readouterr()
+    assert main(["report", "chronologic", "runs/cl", "--dataset", str(other), "--out", "reports/other"]) == 2
+    err = capsys.readouterr().err
+    assert "was made on build data" in err and "runs/cl" in err
+    assert not Path("reports/other").exists()

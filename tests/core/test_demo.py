@@ -41,6 +41,11 @@ def test_demo_writes_report(toy_demo, tmp_path):
     page = (index.parent / "toy.html").read_text()
     assert "<table>" in page and "baseline accuracy: 1.000" in page   # the page: the tables
     assert (index.parent / "report.json").is_file()
+    # a shared site names no local folder (issue 28): the build by its name, not its absolute path
+    assert "Built from the bundled sample sources into `toy-1.0.0`" in text
+    for path in index.parent.rglob("*"):
+        if path.is_file():
+            assert str(tmp_path) not in path.read_text(encoding="utf-8"), path.name
 
 
 def test_reload_check_detects_a_mismatch(toy_builder, toy_sample, toy_resources, tmp_path):

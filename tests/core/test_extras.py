@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from histbench.core import extras
 from histbench.cli import main
+from histbench.core import extras
 from histbench.core.errors import MissingDependencyError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import sysconfig
 import tomllib
 from pathlib import Path
@@ -47,9 +46,37 @@ def test_wheel_build_has_no_setuptools_warnings(histbench_wheel):
         assert warning not in output, output[-3000:]
 
 
+def test_the_licence_is_mit_as_pyproject_says():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Permission is hereby granted, free of charge" in text
+
+
+def test_the_wheel_and_the_sdist_carry_the_licence(histbench_wheel, histbench_sdist):
+    """PEP 639 (`license-files`): the wheel holds LICENSE under .dist-info/licenses/ and its
+    metadata names it and the MIT expression; the sdist holds it at its root."""
+    import tarfile
+    import zipfile
+    from email.parser import Parser
+
+    licence = (REPO / "LICENSE").read_bytes()
+    with zipfile.ZipFile(histbench_wheel[0]) as wheel:
+        names = wheel.namelist()
+        (dist_info,) = {name.split("/", 1)[0] for name in names if name.split("/", 1)[0].endswith(".dist-info")}
+        assert wheel.read(f"{dist_info}/licenses/LICENSE") == licence
+        metadata = Parser().parsestr(wheel.read(f"{dist_info}/METADATA").decode())
+    assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
+    with tarfile.open(histbench_sdist) as sdist:
+        root = sdist.getnames()[0].split("/", 1)[0]
+        assert sdist.extractfile(f"{root}/LICENSE").read() == licence
+        metadata = Parser().parsestr(sdist.extractfile(f"{root}/PKG-INFO").read().decode())
+    assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
+
+
 def test_top_level_layout_is_fixed():
     allowed = {"histbench", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
-               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", ".ci", ".gitignore", ".git"}
+               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", "LICENSE", ".ci", ".gitignore", ".git"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
     assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"
@@ -62,20 +89,6 @@ def test_shipped_data_is_reachable_through_importlib():
     assert resources.schemas.is_dir() and resources.cards.is_dir() and resources.sources.is_dir()
     for schema in resources.schemas.glob("*.schema.json"):
         json.loads(schema.read_text())
-
-
-def _fresh_venv(tmp_path: Path, name: str) -> Path:
-    venv = tmp_path / name
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    return venv
-
-
-def _install(venv: Path, *args: str) -> None:
-    result = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", *args],
-        cwd=REPO, capture_output=True, text=True,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def _run_installed(venv: Path, code: str) -> subprocess.CompletedProcess:
@@ -117,9 +130,16 @@ def _repo_data():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True], ids=["pip-install", "pip-install-e"])
-def test_install_into_fresh_venv(tmp_path, editable, histbench_wheel):
-    venv = _fresh_venv(tmp_path, "venv")
-    _install(venv, *(["-e", "."] if editable else [str(histbench_wheel[0])]))
+def test_install_into_fresh_venv(fresh_venv, pip, link_from_this_environment, editable, histbench_wheel):
+    venv = fresh_venv()
+    if editable:
+        # Built by this environment's setuptools, linked in (no build isolation: it would fetch
+        # setuptools from an index, which CI need not reach).
+        link_from_this_environment(venv, "setuptools")
+        result = pip(venv, "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", ".", cwd=REPO)
+    else:
+        result = pip(venv, "install", "--quiet", "--no-deps", str(histbench_wheel[0]), cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     assert not (site / "builders").exists() and not (site / "eval").exists()

@@ -85,14 +85,11 @@ def test_option_naming_a_local_file_is_recorded_by_name_and_sha256(toy_builder, 
 
 
 @pytest.fixture(scope="module")
-def sample_builds(tmp_path_factory) -> dict[str, Path]:
+def sample_builds(built_sample) -> dict[str, Path]:
+    """Every benchmark's bundled sample as `histbench build NAME --sample` builds it (read-only)."""
     from histbench.builders.machinery.build import discover_builders
 
-    out = tmp_path_factory.mktemp("samples")
-    builds = {}
-    for name, builder in discover_builders().items():
-        builds[name] = run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=out)
-    return builds
+    return {name: built_sample(name) for name in discover_builders()}
 
 
 EXPECTED_GATED = {"chronoculture": True, "chronologic": True, "italian": True, "mher": False, "valence": False}

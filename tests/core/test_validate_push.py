@@ -83,30 +83,102 @@ def test_public_push_of_a_restricted_build_needs_confirmation(built, monkeypatch
     assert "(public, gated (users request access; you approve each))" in plan.describe()
 
 
-def test_upload_creates_private_repo_or_gates_a_public_one(built, monkeypatch, toy_resources):
-    import huggingface_hub
+@pytest.fixture
+def hub(monkeypatch, toy_resources, capsys):
+    """A local fake Hub that `histbench push` talks to (see fake_hub.py)."""
+    import histbench.builders.machinery.hub as hub_module
 
-    import histbench.builders.machinery.hub as hub
+    from .fake_hub import FakeHub
 
-    monkeypatch.setattr(hub, "validate_build", lambda folder: validate_build(folder, toy_resources))
-    calls = []
+    monkeypatch.setattr(hub_module, "validate_build", lambda folder: validate_build(folder, toy_resources))
+    with FakeHub() as fake:
+        fake.use(monkeypatch)
+        yield fake
 
-    class RecordingApi:
-        def __getattr__(self, name):
-            def record(*args, **kwargs):
-                calls.append((name, args, kwargs))
-                return type("Commit", (), {"oid": "abc", "commit_url": "https://hub/commit/abc"})()
-            return record
 
-    monkeypatch.setattr(huggingface_hub, "HfApi", RecordingApi)
-    assert push_build(built, "org/toy").url == "https://hub/commit/abc"
-    assert calls[0][0] == "create_repo" and calls[0][2]["private"] is True
-    assert [c[0] for c in calls] == ["create_repo", "upload_folder", "create_tag"]
-    assert calls[2][2]["tag"] == "v1.0.0"
-    calls.clear()
-    push_build(built, "org/toy", public=True, confirm_redistribution=True)
-    assert [c[0] for c in calls] == ["create_repo", "update_repo_settings", "upload_folder", "create_tag"]
-    assert calls[0][2]["private"] is False and calls[1][2]["gated"] == "manual"
+def _push(built, *flags):
+    """`histbench push BUILD --repo-id ...` in this process: (status, stdout, stderr)."""
+    import sys
+
+    from histbench.cli import main
+
+    status = main(["push", str(built), *flags])
+    sys.stdout.flush()
+    return status
+
+
+def _uploaded(built, repo) -> bool:
+    local = {p.relative_to(built).as_posix(): p.read_bytes() for p in built.rglob("*") if p.is_file()}
+    return repo.files == local
+
+
+def test_push_into_an_existing_public_repo_uploads_nothing_and_says_why(built, hub, capsys):
+    """The toy build's terms are unknown: an existing public, ungated repo would publish it."""
+    repo = hub.add_repo("org/toy", private=False)
+    assert _push(built, "--repo-id", "org/toy") == 2
+    captured = capsys.readouterr()
+    error = [line for line in captured.err.splitlines() if line.startswith("histbench: error: ")]
+    assert len(error) == 1, captured.err
+    assert "dataset repo org/toy already exists and is public, not gated" in error[0]
+    assert "nothing was uploaded" in error[0] and "--confirm-redistribution-rights" in error[0]
+    assert "uploaded" not in captured.out
+    assert hub.uploads() == 0 and repo.files == {} and not repo.tags and repo.gated is False
+    assert ("PUT", "/api/datasets/org/toy/settings") not in hub.calls and ("POST", "/api/repos/create") not in hub.calls
+    # --public alone is refused before the Hub is asked (the terms need the confirmation)
+    calls = len(hub.calls)
+    assert _push(built, "--repo-id", "org/toy", "--public") == 2
+    assert "--confirm-redistribution-rights" in capsys.readouterr().err and len(hub.calls) == calls
+    # an open build into a public repo also needs --public: private is the default, never a surprise
+    gated_repo = hub.add_repo("org/gated", private=False, gated="manual")
+    assert _push(built, "--repo-id", "org/gated") == 2
+    assert "already exists and is public, gated (manual approval" in capsys.readouterr().err
+    assert gated_repo.files == {}
+
+
+def test_confirmed_public_push_into_an_existing_public_repo_gates_it(built, hub, capsys):
+    repo = hub.add_repo("org/toy", private=False)
+    assert _push(built, "--repo-id", "org/toy", "--public", "--confirm-redistribution-rights") == 0
+    out = capsys.readouterr().out
+    assert _uploaded(built, repo) and repo.gated == "manual" and set(repo.tags) == {"v1.0.0"}
+    assert "uploaded 6 files" in out and "an existing repo that is now public, gated (manual approval" in out
+    assert "set to manual approval of access requests" in out
+    assert "uploaded (public, gated (manual approval of access requests)): http://127.0.0.1:" in out
+
+
+def test_push_into_an_existing_private_repo_says_private(built, hub, capsys):
+    repo = hub.add_repo("org/toy", private=True)
+    assert _push(built, "--repo-id", "org/toy") == 0
+    out = capsys.readouterr().out
+    assert _uploaded(built, repo) and repo.private and set(repo.tags) == {"v1.0.0"}
+    assert f"uploaded 6 files ({sum(len(v) for v in repo.files.values()):,} bytes) to dataset repo org/toy, " \
+           "an existing repo that is now private, and tagged v1.0.0:" in out
+    assert f"uploaded (private): {hub.endpoint}/datasets/org/toy/commit/" in out
+    assert "would upload" not in out            # the dry run's wording is the dry run's alone
+    assert ("POST", "/api/repos/create") not in hub.calls
+    # --public does not make an existing private repo public
+    assert _push(built, "--repo-id", "org/toy", "--public", "--confirm-redistribution-rights") == 0
+    out = capsys.readouterr().out
+    assert repo.private and "exists and is private: it stays private" in out and "uploaded (private):" in out
+
+
+def test_push_into_a_new_repo_creates_it_private(built, hub, capsys):
+    assert _push(built, "--repo-id", "org/new") == 0
+    out = capsys.readouterr().out
+    repo = hub.repos["org/new"]
+    assert repo.private and repo.gated is False and _uploaded(built, repo) and repo.tags == {"v1.0.0": repo.commits[-1]}
+    assert "to dataset repo org/new, a new repo that is now private, and tagged v1.0.0:" in out
+    assert "uploaded (private):" in out
+    assert _push(built, "--repo-id", "org/public", "--public", "--confirm-redistribution-rights") == 0
+    public = hub.repos["org/public"]
+    assert not public.private and public.gated == "manual" and _uploaded(built, public)
+    assert "a new repo that is now public, gated (manual approval" in capsys.readouterr().out
+
+
+def test_a_repo_that_exists_unseen_is_refused(built, hub, capsys):
+    repo = hub.add_repo("org/toy", private=False, hidden=True)
+    assert _push(built, "--repo-id", "org/toy") == 2
+    assert "exists, but this token cannot read its settings: nothing was uploaded" in capsys.readouterr().err
+    assert hub.uploads() == 0 and repo.files == {}
 
 
 def test_push_refuses_local_paths_and_incomplete_cards(built, monkeypatch, toy_resources, tmp_path):

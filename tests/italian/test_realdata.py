@@ -3,15 +3,17 @@
 import re
 
 import pytest
+import yaml
 
-from .conftest import build, manifest, rows
+from .conftest import REPO, build, manifest, rows
 
 
 @pytest.fixture(scope="module")
-def real_build(realdata, tmp_path_factory):
+def real_build(realdata, real_dev, tmp_path_factory):
+    # LeggoManzoni and Biblioteca Italiana: the development half only (conftest.held_out)
     tmp = tmp_path_factory.mktemp("italian-real")
-    given = {"leggomanzoni": realdata / "leggomanzoni", "classense": realdata / "classense", "bellini": realdata / "bellini",
-             "bibit": realdata / "biblioteca", "cavalcanti": realdata / "cavalcanti"}
+    given = {"leggomanzoni": real_dev["leggomanzoni"], "classense": realdata / "classense", "bellini": realdata / "bellini",
+             "bibit": real_dev["bibit"], "cavalcanti": realdata / "cavalcanti"}
     return build(tmp, {k: str(v) for k, v in given.items()}, classense_subset=0)
 
 
@@ -20,13 +22,14 @@ def test_real_counts(real_build):
     assert m["rows"]["ner_classense"]["test"] == 43          # every letter (subset 0); letter-base.txt skipped
     assert m["rows"]["ner_bellini"]["test"] == 1
     assert m["rows"]["head"]["test"] == 27                   # one per sentence of the 8 gold poems
-    assert m["rows"]["wsd"]["test"] == 200
+    assert m["rows"]["wsd"]["test"] == 50                    # every entry of the 20 development commentators
     assert m["rows"]["chrono_ranking"]["test"] == 50 and m["rows"]["authorship"]["test"] == 50
     assert m["summary"]["absent_tasks"]["intertext"] == "no --dantesources given"
     tasks = m["summary"]["tasks"]
     assert tasks["ner_classense"]["corpus_entity_counts"] == {"PER": 928, "LOC": 337, "ORG": 151, "WORK": 581}
     assert "Manzoni" in " ".join(tasks["chrono_ranking"]["excluded_authors_in_other_tasks"])
-    assert tasks["chrono_ranking"]["authors_missing_birth_year"] == {}
+    assert tasks["chrono_ranking"]["authors_missing_birth_year"] == {} and tasks["chrono_ranking"]["books_without_birth_year"] == 0
+    assert m["summary"]["authors_table"]["shipped"]["rows_with_a_source"] >= 23   # every author of the 23 real books
 
 
 def test_real_classense_letter_by_hand(real_build):
@@ -62,16 +65,16 @@ def test_real_wsd_and_syntax_rows(real_build):
 
 
 def test_real_wsd_items_are_word_sense_questions_3_1(real_build):
-    # measured on the real chapter 1 with its 40 commentaries (TF-IDF similarity, offline screening)
+    # measured on the real chapter 1 with the 20 development commentaries (TF-IDF similarity, offline screening)
     task = manifest(real_build)["summary"]["tasks"]["wsd"]
     funnel = {f["step"]: f["this build"] for f in task["funnel"]}
-    assert funnel["phrases explained by at least two commentators"] == 474
-    assert funnel["entries kept by screening"] == 292 and funnel["entries below the similarity threshold"] == 288
-    assert len(task["commentators"]) == 40
+    assert funnel["phrases explained by at least two commentators"] == 245
+    assert funnel["entries kept by screening"] == 64 and funnel["entries below the similarity threshold"] == 64
+    assert len(task["commentators"]) == 20
     wsd = rows(real_build, "wsd")
     for row in wsd:
         assert row["target_phrase"] and row["target_end"] > row["target_start"]
-        assert not any(name in row["answer"] for name in ("Gonin", "Riccardi", "Intestazione", "Capolettera"))
+        assert not any(name in row["answer"] for name in ("Gonin", "Riccardi", "Intestazione", "Capolettera", "Cherubini", "«"))
         # no answer stops at an abbreviation the segmenter should have read through ("il M.", "don Abb.")
         last = row["answer"].rsplit(" ", 1)[-1]
         if len(last) == 1 or last in ("Abb", "Manz", "cap", "ediz", "pag", "letter"):
@@ -79,6 +82,40 @@ def test_real_wsd_items_are_word_sense_questions_3_1(real_build):
                 text = note["text"]
                 if text.lower().startswith(row["answer"].lower()):
                     assert not re.match(r"\.\s+\w", text[len(row["answer"]):]), (row["answer"], text[:80])
+        assert row["review"]["status"] == "not reviewed"
+
+
+def test_real_wsd_distractors_have_the_targets_form_and_repeat_no_gloss_3_1(real_build):
+    from rapidfuzz import fuzz
+
+    from histbench.builders.italian.wsd import Rules, first_segment, form_class
+
+    rules = Rules.from_config(yaml.safe_load((REPO / "sources" / "italian" / "wsd_rules.yaml").read_text(encoding="utf-8")))
+    checked = 0
+    for row in rows(real_build, "wsd"):
+        glosses = [first_segment(e["text"], rules).lower() for e in row["explanations"]]
+        for candidate, source in zip(row["candidates"], row["candidate_sources"], strict=True):
+            if source == "gold":
+                continue
+            checked += 1
+            other = source.split("(", 1)[1].split(";", 1)[0]          # the entry whose answer it is
+            assert form_class(other) == form_class(row["target_phrase"]), (row["target_phrase"], other)
+            assert other.lower() != row["target_phrase"].lower()
+            assert not any(fuzz.token_set_ratio(candidate.lower(), g) >= 80 for g in glosses if g), (candidate, row["id"])
+    assert checked == 5 * 50
+
+
+def test_real_mc_tasks_pass_the_shortcut_audit_and_show_it(real_build):
+    m = manifest(real_build)
+    card = (real_build / "README.md").read_text(encoding="utf-8")
+    for config in ("wsd", "chrono_ranking", "authorship", "head", "deprel"):
+        audit = m["summary"]["tasks"][config]["shortcut_audit"]
+        assert audit["enforced"] and audit["failing_rules"] == [], (config, audit["failing_rules"])
+        assert f"Shortcut audit of {config} (" in card
+    authorship = {r["rule"]: r["accuracy"] for r in m["summary"]["tasks"]["authorship"]["shortcut_audit"]["rules"]}
+    assert authorship["longest"] <= 0.35 and authorship["shortest"] <= 0.35          # the ceiling; chance 0.25
+    ranking = m["summary"]["tasks"]["chrono_ranking"]["shortcut_audit"]
+    assert ranking["mean_abs_spearman_length_gold"] <= 0.2 + 1e-9                     # by construction (0.5 if independent)
 
 
 def test_real_ner_ceiling_3_2(realdata, tmp_path):

@@ -17,7 +17,18 @@ from scipy import sparse
 
 from histbench.builders.italian.embeddings import Embedder, pair_similarity, similarities
 from histbench.builders.italian.manzoni import Note, NoteRules, discover, group_phrases, read_leggomanzoni
-from histbench.builders.italian.wsd import Rules, Wiktionary, first_segment, make_entries
+from histbench.builders.italian.wsd import (
+    Rules,
+    Wiktionary,
+    _voices,
+    commentator_glosses,
+    first_segment,
+    form_class,
+    gloss_of,
+    glosses_agree,
+    make_entries,
+    offline_screen,
+)
 from histbench.core.errors import SourceError
 
 from .conftest import REPO, SAMPLE, build, manifest, rows
@@ -192,12 +203,13 @@ def test_two_commentary_folders_of_one_name_are_an_error(tmp_path):
         discover(root)
 
 
-def test_real_repository_layout_gives_the_forty_commentators(tmp_path, realdata):
-    root = leggomanzoni_clone(realdata / "leggomanzoni", tmp_path / "leggomanzoni")
+def test_real_repository_layout_gives_its_commentators(tmp_path, realdata, real_dev):
+    # the development half of the forty (the other half is held out of every test)
+    root = leggomanzoni_clone(realdata / "leggomanzoni", tmp_path / "leggomanzoni", real_dev["commentators"])
     read = read_leggomanzoni(root, NoteRules.from_config(CONFIG))
-    assert len(read.commentators) == 40 and not any("_18" in c or "_19" in c for c in read.commentators)
+    assert len(read.commentators) == 20 and not any("_18" in c or "_19" in c for c in read.commentators)
     assert read.layout.not_read["translations/ (aligned translations, not commentaries)"] == 2
-    assert read.layout.not_read["single-file commentaries <commentator>.xml (the same notes as the per-chapter folders)"] == 41
+    assert read.layout.not_read["single-file commentaries <commentator>.xml (the same notes as the per-chapter folders)"] == 21
     assert not any(n.file.startswith("translations") for n in read.notes)
 
 
@@ -215,3 +227,134 @@ def test_tfidf_stand_in_stays_sparse_and_matches_the_library():
     both = embedder.encode(texts)
     expected = np.diag(cosine_similarity(both[:150], both[150:]))
     assert pairs == pytest.approx(expected, abs=1e-5)
+
+
+# ----------------------------------------------------------------------------- offline screening on real notes
+
+# Notes of the development commentators (conftest.held_out keeps the other twenty out of every
+# test), one or more per class of the issue's reviewer: (note id, class the rules read it as).
+REAL_NOTES = [
+    # glosses of the phrase's meaning
+    ("Benucci_cap1-n6", "gloss"),                  # ville: "villaggi."
+    ("Sbrilli_cap1-n6", "gloss"),                  # castello: "fortezza. Si ricordi che la Lombardia ..."
+    ("Messina_cap1-n12", "gloss"),                 # castello: "Un luogo fortificato, una fortezza."
+    # 1. a dictionary entry quoted instead of the sense in context
+    ("Caretti_cap1-n5", "a quotation or dictionary entry"),          # «Resegon: segone, sega grande. ...» (Cherubini)
+    ("RigutiniMestica_cap1-n21", "a quotation or dictionary entry"), # «È grossa!» Tommasèo.
+    ("Luperini-Brogi_cap1-n78", "a quotation or dictionary entry"),  # names the Cherubini dictionary
+    # 2. a literary or stylistic remark
+    ("Messina_cap1-n28", "a remark"),              # oziosamente: "L'avverbio concorre a precisare il carattere ..."
+    ("Sbrilli_cap1-n11", "a remark"),              # casato: "l'espressione sfuma, attenua il tono realistico"
+    ("Luperini-Brogi_cap1-n96", "a remark"),       # non era nato con un cuor di leone: a litote
+    ("Ulivi_cap1-n43", "a remark"),                # i miei venticinque lettori: "espressione d'arridente modestia"
+    ("DeMichelis_cap1-n18", "a remark"),           # sbrattare: "Più energico di sgomberare usato prima"
+    ("Messina_cap1-n64", "a remark"),              # pernizioso: "Arcaico per pernicioso"
+    # 3. the older text or a variant reading
+    ("Poggi_Salani_cap1-n8", "a note on the older text or a variant reading"),      # bastioni ... "(che M. ... muta ...)"
+    ("RigutiniMestica_cap1-n5", "a note on the older text or a variant reading"),   # "sostituisce mura a bastioni"
+    ("RigutiniMestica_cap1-n12", "a note on the older text or a variant reading"),  # "il digradando della prima edizione"
+    # 4. a paraphrase of the story
+    ("Nardi_cap1-n17", "a paraphrase of the story"),          # "lo è infatti diventata ..."
+    ("Poggi_Salani_cap1-n104", "a paraphrase of the story"),  # gli asili: "il diritto d'asilo apparteneva a chiese ..."
+    ("Angelini_cap1-n5", "a paraphrase of the story"),        # "nel 1628, quando la Lombardia era sotto il governo spagnolo"
+    # 5. a fragment cut from a longer note
+    ("Benucci_cap1-n47", "a fragment"),            # "Il Sinodo ecclesiastico del Concilio di Trento (1545-1563), aveva ..."
+    ("Luperini-Brogi_cap1-n73", "a fragment"),     # "degli «stessi e più forti colpi» (vedi r. 163)."
+    ("Poggi_Salani_cap1-n1", "a fragment"),        # "il «ramo» di Lecco. ..."
+]
+
+
+@pytest.fixture(scope="module")
+def real_notes(real_dev):
+    from histbench.builders.italian.manzoni import phrase_text
+
+    read = read_leggomanzoni(real_dev["leggomanzoni"], NoteRules.from_config(CONFIG))
+    return {n.note_id: (n, phrase_text(read.chapters[n.chapter], n.start, n.end)) for n in read.notes}, read
+
+
+@pytest.mark.parametrize("note_id,kind", REAL_NOTES)
+def test_offline_screening_reads_each_class_of_real_note_3_1(real_notes, note_id, kind):
+    note, phrase = real_notes[0][note_id]
+    gloss, why = gloss_of(note.explanation, RULES, phrase, note.lemma)
+    assert why.split(" (", 1)[0] == kind, (note.explanation[:120], why)
+    assert (gloss is not None) == (kind == "gloss")
+
+
+@pytest.mark.parametrize("note,kind", [
+    ("Per «di su le mura» la prima stampa aveva «dai bastioni».", "a note on the older text or a variant reading"),
+    ("«Resegon: segone, sega grande» (Cherubini).", "a quotation or dictionary entry"),
+    ("tosto. Lett.", "a note on the older text or a variant reading"),          # a form and its usage label
+    ("rivolta. Uso. Il ri poi porterebbe ...", "a note on the older text or a variant reading"),
+    ("Nella 1a ediz. diceva: 'dai bastioni'.", "a note on the older text or a variant reading"),
+    ("soperchierie.", "not a meaning"),                                        # a spelling variant of the phrase
+    ("‘pericoloso’, ‘funesto’.", "gloss"),
+    ("nel senso di ‘pochissimi’.", "gloss"),
+])
+def test_offline_screening_reads_the_written_forms_of_each_class_3_1(note, kind):
+    gloss, why = gloss_of(note, RULES, "soverchierie" if note.startswith("soper") else "di su le mura")
+    assert why.split(" (", 1)[0] == kind, why
+    if kind == "gloss":
+        assert gloss in ("pericoloso, funesto", "pochissimi")                 # lead-ins and quotes removed
+
+
+def test_a_kept_entry_needs_two_commentators_agreeing_on_exactly_its_phrase_3_1(real_notes):
+    # class 6, a gloss of a neighbouring word: notes on a longer or shorter span support a gloss,
+    # never give the answer. "i fessi" has only such notes ("i fessi del monte"); "fessi" has its own.
+    _, read = real_notes
+    stats = Counter()
+    entries = {e.text: e for e in make_entries(read, group_phrases(read.notes, 8, stats), "sentence", stats)}
+    assert not offline_screen(entries["i fessi"], RULES)["kept"]
+    fessi = offline_screen(entries["fessi"], RULES)
+    assert fessi["kept"] and "fessur" in fessi["answer"].lower()
+    # remarks that share only the story's words do not agree: "sa di latino" has two such notes
+    assert not offline_screen(entries["sa di latino"], RULES)["kept"]
+    assert offline_screen(entries["castello"], RULES)["answer"] == "Fortezza"
+
+
+def test_glosses_agree_on_a_shared_content_word_and_copies_are_one_voice():
+    assert glosses_agree("grosse borgate", "borgate", RULES)
+    assert glosses_agree("fenditure, spaccature", "le spaccature della roccia", RULES)
+    assert not glosses_agree("straordinariamente", "eccezionalmente", RULES)       # synonyms: no shared word
+    assert not glosses_agree("della costa", "della riva", RULES)                   # function words do not count
+    assert not glosses_agree("il ramo che volge", "quel ramo orientale", RULES, "Quel ramo")   # nor the phrase's words
+    long = "serviva in generale come maschera, per nascondere il volto, quando ce n'era bisogno."
+    notes = [Note("Viti_Sapegno", "", "a", "", "cap1", 1, 1, "", long),
+             Note("Viti-Sapegno2005", "", "b", "", "cap1", 1, 1, "", "un'altra nota"),
+             Note("Nardi", "", "c", "", "cap1", 1, 1, "", long.replace("’", "'"))]
+    voices = _voices(notes, RULES)
+    assert voices[0] == voices[1] == "vitisapegno" and voices[2] == voices[0]   # one edition, and a copied note
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("stranamente", "word: adverb in -mente"), ("dissimulando", "word: gerund"), ("sbrattare", "word: infinitive"),
+    ("raccomodarlo", "word: infinitive"), ("declamava", "word: imperfect"), ("aggranchiate", "word: participle"),
+    ("castello", "word"), ("d'adoperarsi", "word: infinitive"), ("a foggia", "phrase: prepositional"),
+    ("il ponte", "phrase: noun phrase"), ("tenuto a vile", "phrase: verb phrase (participle)"), ("non punto", "phrase"),
+])
+def test_the_form_class_of_a_target_follows_italian_morphology(text, kind):
+    assert form_class(text) == kind
+
+
+def test_no_wiktionary_sense_matches_the_answer_or_any_commentators_gloss_3_1():
+    from histbench.builders.italian.manzoni import Phrase
+    from histbench.builders.italian.wsd import DistractorRules, Entry, _filter
+
+    note = Note("A", "", "a", "", "cap1", 3, 3, "costiera", "pendio tra il monte e il lago.")
+    other = Note("B", "", "b", "", "cap1", 3, 3, "costiera", "tratto in pendio fra i monti e l'acqua.")
+    entry = Entry(Phrase("cap1", 3, 3, [note, other], 2), "costiera", "la costiera scende", 3, 11,
+                  [{"commentator": n.commentator, "note_id": n.note_id, "lemma": n.lemma, "text": n.explanation}
+                   for n in (note, other)], answer="Pendio tra il monte e il lago")
+    senses = [("Fianco di un monte che scende verso una valle", "wiktionary: costiera (noun) sense 2"),  # shares "monte"
+              ("Tratto di costa marina", "wiktionary: costiera (noun) sense 1"),                        # shares "tratto"
+              ("Tratto in pendio fra i monti e l'acqua", "wiktionary: costiera (noun) sense 4"),        # B's gloss itself
+              ("Parte della costa soggetta a una stessa amministrazione", "wiktionary: costiera (noun) sense 3")]
+    stats = Counter()
+    glosses = commentator_glosses(entry, RULES)
+    kept = _filter(entry, senses, glosses, Embedder("tfidf"), DistractorRules(0.7, RULES), stats)
+    assert [t for t, _ in kept] == ["Parte della costa soggetta a una stessa amministrazione"]
+    assert stats["distractors repeating the answer, a commentator's gloss or another candidate (discarded)"] == 1
+    assert stats["distractors sharing a content word with the answer or a commentator's gloss (discarded)"] == 2
+    # without the lexical rule, the similarity threshold still refuses a near copy of a commentator's gloss
+    near = [("Tratto in pendio fra i monti e l'acqua del lago", "wiktionary: costiera (noun) sense 5")]
+    assert _filter(entry, near, glosses, Embedder("tfidf"), DistractorRules(0.7, None), stats) == []
+    assert stats["distractors too similar to the answer or a commentator's gloss (discarded)"] == 1

@@ -91,13 +91,10 @@ def cues():
 
 
 @pytest.fixture(scope="session")
-def sample_build(tmp_path_factory):
-    """The bundled sample built once (the real CLI path: manifest, writer, schemas)."""
-    from histbench.builders.machinery.build import run_build
-    from histbench.builders.mher import BUILDER
-
-    out = tmp_path_factory.mktemp("mher-build")
-    return run_build(BUILDER, {"registry": SAMPLE}, out_root=out)
+def sample_build(built_sample):
+    """The bundled sample built once for the test run (the real CLI path: manifest, writer,
+    schemas; read-only)."""
+    return built_sample("mher")
 
 
 @pytest.fixture(scope="session")

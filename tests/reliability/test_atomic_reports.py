@@ -36,7 +36,7 @@ class FigureReport(BenchmarkEvaluator):
 
 
 def _report(out: Path, version: str, fail: bool = False) -> None:
-    run_report(FigureReport(), argparse.Namespace(out=out, version=version, fail=fail))
+    run_report(FigureReport(), argparse.Namespace(out=out, version=version, fail=fail, runs=[]))
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:

@@ -12,7 +12,13 @@ where the case says so), with no traceback and nothing written: no build folder,
 annotations stored, no run store changed. Files are damaged the way they are damaged in
 practice: truncated downloads, a wrong export encoding, a hand edit, a cell of the wrong
 type, a file of another kind under the expected name. A real encoding (a UTF-16 letter)
-is not damage: it is read (the last test).
+is not damage: it is read.
+
+Issue 26 adds what the machine does to a command (a read-only mount, a full disk, an
+unreadable file, a named pipe, a broken link, an endpoint or Hub that refuses), made in this
+process by `FaultyFiles` where a root test cannot make it for real, and what ends a
+process (SIGTERM and SIGKILL, a second build into the same folder), with real processes
+and real signals (the last tests). docs/engine.md's corpus figures are this file's.
 """
 
 from __future__ import annotations
@@ -20,12 +26,13 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from .conftest import PYTHON_EXCEPTION_LINE, SOURCES, copy_sample
+from .conftest import PYTHON_EXCEPTION_LINE, SOURCES, FaultyFiles, copy_sample
 
 WVS_SAV = SOURCES / "chronoculture" / "sample" / "wvs_timeseries_synthetic.sav"
 ISSP_DTA = SOURCES / "chronoculture" / "sample" / "ZA2900_synthetic.dta"
@@ -37,12 +44,19 @@ VALENCE_ANNOTATIONS = SOURCES / "valence" / "sample" / "annotations.csv"
 
 @dataclass
 class Made:
-    """What a case hands to the command line: argv, the file its error must name, and the
-    paths that must not exist (or not change) afterwards."""
+    """What a case hands to the command line: argv, the file (or text) its error must name,
+    the paths that must not exist (or be empty folders: `untouched`; not exist at all:
+    `absent`) or keep their bytes (`before`) afterwards, text stderr must also hold
+    (`said`), and `setup(env)`, run just before the command, for faults of the machine
+    (env.fs: FaultyFiles, env.monkeypatch, env.stack: an ExitStack closed after the test)."""
 
     argv: list
-    named: Path
+    named: Path | str
     untouched: list[Path] = field(default_factory=list)
+    absent: list[Path] = field(default_factory=list)
+    before: dict[Path, bytes] = field(default_factory=dict)
+    said: tuple[str, ...] = ()
+    setup: Callable | None = None
 
 
 @dataclass
@@ -255,8 +269,180 @@ def _run_store(tmp: Path, damage: Callable[[Path], Path]) -> Made:
     _write(run / "run.json", json.dumps({"backend": {"spec": spec, "canonical_spec": spec}}))
     named = damage(run)
     made = Made(["eval", "chronoculture", "--dataset", built, "--out", run, "--limit", "1", "--model", spec], named)
-    made.before = {p: p.read_bytes() for p in run.iterdir()}  # type: ignore[attr-defined]
+    made.before = {p: p.read_bytes() for p in run.iterdir()}
     return made
+
+
+# --------------------------------------------------------------------------- faults of the machine (issue 26)
+# Not damaged files but what the machine does to a command: a read-only mount, a full disk,
+# a file nobody may read, a named pipe given as a file, a broken link among letters, a Hub or
+# endpoint that refuses. Each ends like a damaged file: exit 2, one line, nothing left.
+
+def _snapshot(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _valence_build(tmp: Path, out: Path, *, named: Path | str, setup=None, sentences: Path = VALENCE_SENTENCES,
+                   absent: list[Path] | None = None) -> Made:
+    return Made(["build", "valence", "--sentences", sentences, "--out", out], named,
+                absent=absent if absent is not None else [out], setup=setup)
+
+
+def _out_is_a_file(tmp: Path) -> Made:
+    out = _write(tmp / "out", "my notes\n")
+    made = _valence_build(tmp, out, named=out, absent=[])
+    made.before = {out: out.read_bytes()}
+    return made
+
+
+def _out_on_read_only_mount(tmp: Path) -> Made:
+    mount = tmp / "mnt"
+    mount.mkdir()
+    return _valence_build(tmp, mount / "build", named=mount / "build", setup=lambda env: env.fs.read_only(mount))
+
+
+def _out_on_full_disk(tmp: Path) -> Made:
+    disk = tmp / "disk"
+    disk.mkdir()
+    return _valence_build(tmp, disk / "build", named=disk / "build", setup=lambda env: env.fs.full(disk))
+
+
+def _unreadable_input(tmp: Path) -> Made:
+    path = _write(tmp / "sentences.csv", VALENCE_SENTENCES.read_bytes())
+    return _valence_build(tmp, _out(tmp), named=path, sentences=path, setup=lambda env: env.fs.unreadable(path))
+
+
+def _unreadable_registry_member(tmp: Path) -> Made:
+    folder = copy_sample("mher", "", tmp / "in")
+    member = folder / "persons.csv"
+    return Made(["build", "mher", "--registry", folder, "--out", _out(tmp)], member, absent=[_out(tmp)],
+                setup=lambda env: env.fs.unreadable(member))
+
+
+def _fifo(tmp: Path, name: str) -> Path:
+    import os
+
+    path = tmp / name
+    os.mkfifo(path)
+    return path
+
+
+def _dangling_letter(tmp: Path) -> Made:
+    folder = copy_sample("italian", "classense", tmp / "in")
+    link = folder / "CF_E99999.xml"
+    link.symlink_to(tmp / "moved-away" / "CF_E99999.xml")
+    return _build(tmp, "italian", "--classense", folder, "--embedding-model", "tfidf", "--chat-cache", tmp / "chat.jsonl",
+                  "--classense-subset", "0", named=link)
+
+
+def _wvs_year_in_words(tmp: Path, suffix: str) -> Made:
+    """S020 written as words: a string variable in a .sav, text cells in a CSV."""
+    frame, meta = _wvs_frame()
+    words = {1981: "nineteen eighty-one", 1990: "nineteen ninety", 1996: "nineteen ninety-six"}
+    frame = frame.assign(S020=[words.get(int(y), "in the nineties") for y in frame["S020"]])
+    path = tmp / f"wvs.{suffix}"
+    if suffix == "sav":
+        meta.variable_value_labels.pop("S020", None)
+        _write_sav(frame, meta, path)
+    else:
+        frame.to_csv(path, index=False)
+    return _wvs(tmp, path)
+
+
+def _valence_report_site(tmp: Path, mount: Path) -> tuple[Path, Path]:
+    """A valence run (hand-made predictions) and its report under `mount`/report, written now."""
+    import pyarrow.parquet as pq
+
+    from histbench.cli import main
+
+    run = _valence_run(tmp)
+    ids = pq.read_table(run / "sentences.parquet", columns=["sentence_id"]).column(0).to_pylist()
+    sheet = _write(tmp / "sheet.csv", SHEET_HEADER + "".join(f"{i},,,thou,-1,,ann,\n{i},,,you,1,,ann,\n" for i in ids))
+    assert main(["valence", "import-annotations", str(run), str(sheet)]) == 0
+    report = mount / "report"
+    assert main(["report", "valence", str(run), "--out", str(report), "--bootstrap", "10",
+                 "--no-vocabulary-check"]) == 0
+    return run, report
+
+
+def _report_on_read_only_mount(tmp: Path) -> Made:
+    mount = tmp / "mnt"
+    run, report = _valence_report_site(tmp, mount)
+    made = Made(["report", "valence", run, "--out", report, "--bootstrap", "10", "--no-vocabulary-check"], report,
+                setup=lambda env: env.fs.read_only(mount))
+    made.before = _snapshot(mount)
+    return made
+
+
+def _viewer_on_full_disk(tmp: Path) -> Made:
+    from histbench.cli import main
+
+    disk = tmp / "disk"
+    run = _valence_run(tmp)
+    viewer = disk / "viewer"
+    assert main(["view", str(run), "--out", str(viewer)]) == 0
+    made = Made(["view", run, "--out", viewer], viewer, setup=lambda env: env.fs.full(disk))
+    made.before = _snapshot(disk)
+    return made
+
+
+def _report_viewer_on_full_disk(tmp: Path) -> Made:
+    """The report writes a viewer of each run into its staging folder: the disk fills there."""
+    disk = tmp / "disk"
+    run, report = _valence_report_site(tmp, disk)
+    made = Made(["report", "valence", run, "--out", report, "--bootstrap", "10", "--no-vocabulary-check"], report,
+                setup=lambda env: env.fs.full(disk))
+    made.before = _snapshot(disk)
+    return made
+
+
+def _chronoculture_built(tmp: Path) -> Path:
+    from histbench.builders.chronoculture import BUILDER
+    from histbench.builders.machinery.build import run_build
+
+    return run_build(BUILDER, {"wvs": WVS_SAV}, options=BUILDER.demo_options(), out_root=tmp / "build")
+
+
+def _eval_model(tmp: Path, spec: str, *options: str, named: str, said: tuple[str, ...] = ()) -> Made:
+    run = tmp / "run"
+    return Made(["eval", "chronoculture", "--dataset", _chronoculture_built(tmp), "--out", run, "--limit", "2",
+                 "--model", spec, *options], named, absent=[run], said=said)
+
+
+def _refused_port(tmp: Path) -> Made:
+    from histbench.core.backends.loopback import LoopbackChatServer
+
+    server = LoopbackChatServer().start()
+    spec = server.spec()
+    server.stop()   # nothing listens there any more: every connection is refused
+    return _eval_model(tmp, spec, "--model-option", "backoff_base=0.001", named=str(server.port),
+                       said=("retrying (1/6) after connection refused", "retrying (3/6) after connection refused",
+                             "retrying (6/6) after connection refused"))
+
+
+def _push(tmp: Path, repo_id: str, hub_setup) -> Made:
+    """A push of the valence sample (its sources allow redistribution) to a Hub that fails."""
+    from histbench.builders.machinery.build import run_build
+    from histbench.builders.valence import BUILDER
+
+    built = run_build(BUILDER, {"sentences": VALENCE_SENTENCES}, options=BUILDER.demo_options(), out_root=tmp / "build")
+    return Made(["push", built, "--repo-id", repo_id], repo_id, setup=hub_setup)
+
+
+def _hub_without_namespace(env) -> None:
+    from ..core.fake_hub import FakeHub
+
+    hub = env.stack.enter_context(FakeHub())
+    hub.namespaces = {"my-org"}
+    hub.use(env.monkeypatch)
+
+
+def _hub_refusing_connections(env) -> None:
+    from ..core.fake_hub import FakeHub
+
+    with FakeHub() as hub:
+        hub.use(env.monkeypatch)   # its port closes at the end of this block: connections are refused
+
 
 
 # --------------------------------------------------------------------------- the corpus
@@ -476,12 +662,61 @@ CASES: list[Case] = [
     Case("run-json-sessions-not-a-list", lambda t: _run_store(t, lambda run: _write(
         run / "run.json", json.dumps({"backend": {"canonical_spec": "api:m@http://127.0.0.1:9/v1"}, "sessions": 3}))),
          expect=("field 'sessions'",)),
+    # ---- faults of the machine and of the network (issue 26, point 3)
+    Case("out-is-a-file", _out_is_a_file, expect=("is a file",)),
+    Case("out-on-read-only-mount", _out_on_read_only_mount, expect=("cannot create the folder", "Read-only file system")),
+    Case("out-on-full-disk", _out_on_full_disk, expect=("cannot write", "No space left on device")),
+    Case("input-unreadable", _unreadable_input, expect=("cannot read", "Permission denied")),
+    Case("mher-registry-member-unreadable", _unreadable_registry_member, expect=("cannot read", "Permission denied")),
+    Case("input-is-a-fifo-wvs", lambda t: _wvs(t, _fifo(t, "wvs.sav")), expect=("named pipe (FIFO)",)),
+    Case("input-is-a-fifo-questions", lambda t: _build(t, "chronologic", "--questions", _fifo(t, "release.jsonl"),
+                                                        named=t / "release.jsonl"), expect=("named pipe (FIFO)",)),
+    Case("letters-dangling-symlink", _dangling_letter, expect=("broken symbolic link",)),
+    Case("csv-year-in-words", lambda t: _wvs_year_in_words(t, "csv"), expect=("S020",)),
+    Case("sav-year-in-words", lambda t: _wvs_year_in_words(t, "sav"), expect=("S020", "nineteen")),
+    Case("model-url-unclosed-ipv6-bracket", lambda t: _eval_model(t, "api:m@http://[::1/v1", named="--model"),
+         expect=("[::1/v1", "not a valid URL")),
+    Case("report-out-on-read-only-mount", _report_on_read_only_mount, expect=("Read-only file system",)),
+    Case("viewer-on-full-disk", _viewer_on_full_disk, expect=("cannot write", "No space left on device")),
+    Case("report-viewer-on-full-disk", _report_viewer_on_full_disk, expect=("No space left on device",)),
+    Case("api-port-refused", _refused_port, expect=("connection refused", "after 7 attempts")),
+    Case("push-hub-404", lambda t: _push(t, "no-such-org/valence", _hub_without_namespace),
+         expect=("creating the repository failed", "404")),
+    Case("push-hub-connection-refused", lambda t: _push(t, "my-org/valence", _hub_refusing_connections),
+         expect=("failed",)),
 ]
+
+
+ISSUE_26_FAULTS = {
+    "out-is-a-file", "out-on-read-only-mount", "out-on-full-disk", "input-unreadable", "mher-registry-member-unreadable",
+    "input-is-a-fifo-wvs", "input-is-a-fifo-questions", "letters-dangling-symlink", "csv-year-in-words",
+    "sav-year-in-words", "model-url-unclosed-ipv6-bracket", "report-out-on-read-only-mount", "viewer-on-full-disk",
+    "report-viewer-on-full-disk", "api-port-refused", "push-hub-404", "push-hub-connection-refused",
+}
+
+
+#: the process faults below, one per test (parametrized ones count each parameter)
+PROCESS_FAULTS = ("sigterm-during-a-build", "sigterm-during-a-report", "sigkill-during-a-report", "two-builds-one-folder")
 
 
 def test_the_corpus_is_large_and_covers_every_format():
     assert len(CASES) >= 60
     assert len({c.id for c in CASES}) == len(CASES)
+    assert ISSUE_26_FAULTS <= {c.id for c in CASES}
+
+
+def test_the_docs_give_this_corpus_figures():
+    """docs/engine.md states how many cases this file holds, of which kind: the figures are
+    these (issue 26, point 4)."""
+    import re
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "engine.md").read_text(encoding="utf-8").split())
+    match = re.search(r"test_malformed_inputs\.py` holds (\d+) cases\. (\d+) are malformed inputs.*? (\d+) are faults "
+                      r"of the machine and the network.*? (\d+) are faults of the process", text)
+    assert match, "docs/engine.md no longer states the corpus figures"
+    total, files, machine, process = map(int, match.groups())
+    assert machine == len(ISSUE_26_FAULTS) and files == len(CASES) - machine and process == len(PROCESS_FAULTS)
+    assert total == len(CASES) + len(PROCESS_FAULTS)
     prefixes = {c.id.split("-")[0] for c in CASES}
     assert prefixes >= {"sav", "dta", "csv", "registry", "countries", "jsonl", "json", "tsv", "mher", "tei", "conllu",
                         "turtle", "rdfxml", "ntriples", "authors", "sentences", "sheet", "records"}
@@ -493,17 +728,39 @@ def _check(made: Made, status: int, stderr: str) -> None:
     assert status == 2, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("histbench: error: ")]
     assert len(errors) == 1, stderr
-    assert made.named.name in errors[0], f"the error does not name {made.named.name}: {errors[0]}"
+    named = made.named.name if isinstance(made.named, Path) else made.named
+    assert named in errors[0], f"the error does not name {named}: {errors[0]}"
     for path in made.untouched:
         assert not path.exists() or (path.is_dir() and not any(path.iterdir())), f"{path} was written"
-    for path, data in getattr(made, "before", {}).items():
+    for path in made.absent:
+        assert not path.exists(), f"{path} was left behind: {sorted(p.name for p in path.rglob('*'))}"
+    for path, data in made.before.items():
         assert path.read_bytes() == data, f"{path} changed"
+    for text in made.said:
+        assert text in stderr, f"{text!r} not on stderr: {stderr}"
+
+
+def _leftovers(tmp: Path, before: set[Path]) -> list[str]:
+    """Hidden staging files and folders (.NAME.tmp-*, .NAME.PID-X.tmp, .old) the command left under tmp."""
+    return sorted(str(p) for p in tmp.rglob(".*") if p not in before and (".tmp" in p.name or p.name.endswith(".old")))
+
+
+@dataclass
+class _Env:
+    fs: FaultyFiles
+    monkeypatch: pytest.MonkeyPatch
+    stack: ExitStack
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_malformed_input_is_one_clear_error(case, tmp_path, cli):
     made = case.make(tmp_path)
-    result = cli(*made.argv)
+    existing = set(tmp_path.rglob(".*"))
+    with ExitStack() as stack, pytest.MonkeyPatch.context() as faults:
+        if made.setup is not None:
+            made.setup(_Env(FaultyFiles(faults), faults, stack))
+        result = cli(*made.argv)
+    assert not _leftovers(tmp_path, existing)
     status, stderr = result.status, result.stderr
     _check(made, status, stderr)
     error = next(line for line in stderr.splitlines() if line.startswith("histbench: error: "))
@@ -530,3 +787,142 @@ def test_real_encodings_and_external_entities_are_not_damage(tmp_path, cli):
     for path in (_out(tmp_path / "entity")).rglob("*"):
         if path.is_file():
             assert b"histbench-must-not-read-this" not in path.read_bytes(), path
+
+
+# --------------------------------------------------------------------------- faults of the process (issue 26)
+# A real `histbench` process, held at a known point with its staging folder in place (a
+# function it calls is wrapped to say "ready" and sleep), then ended by a real signal, or
+# raced by a second build into the same folder.
+
+_PAUSED = """
+import os, sys, time
+from pathlib import Path
+import importlib
+target = importlib.import_module(sys.argv[1])
+real = getattr(target, sys.argv[2])
+def paused(*args, **kwargs):
+    ready = Path(os.environ["HB_READY"])
+    if not ready.exists():
+        ready.write_text(str(os.getpid()))
+        go, until = Path(str(ready) + ".go"), time.monotonic() + float(os.environ["HB_PAUSE"])
+        while not go.exists() and time.monotonic() < until:
+            time.sleep(0.02)
+    return real(*args, **kwargs)
+setattr(target, sys.argv[2], paused)
+from histbench.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+#: where each command is held: the dataset writer between two parquet files (its staging
+#: folder holds the first), and the report while it writes a run's viewer into its staging folder
+BUILD_PAUSE = ("histbench.builders.machinery.writer", "_write_config")
+REPORT_PAUSE = ("histbench.eval.viewer", "write_viewer")
+
+
+def _paused(tmp: Path, where: tuple[str, str], argv: list, pause: float = 60.0):
+    """A histbench process held at `where` once it gets there, for `pause` seconds or until
+    the file READY.go appears; returns (process, its stderr file, READY)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    ready = tmp / f"ready-{len(list(tmp.glob('ready-*')))}"
+    stderr = open(ready.with_suffix(".stderr"), "w+")  # noqa: SIM115 - read back after the process ends
+    env = {**os.environ, "HB_READY": str(ready), "HB_PAUSE": str(pause)}
+    process = subprocess.Popen([sys.executable, "-c", _PAUSED, *where, *map(str, argv)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert process.poll() is None, open(stderr.name).read()
+        assert time.monotonic() < deadline, "the process never reached its pause"
+        time.sleep(0.05)
+    return process, stderr, ready
+
+
+def _ended(process, stderr) -> tuple[int, str]:
+    status = process.wait(timeout=120)
+    stderr.seek(0)
+    return status, stderr.read()
+
+
+def _staging(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob(".*") if ".tmp" in p.name or p.name.endswith(".old"))
+
+
+def _valence_build_argv(out: Path) -> list:
+    return ["build", "valence", "--sentences", VALENCE_SENTENCES, "--out", out]
+
+
+def test_sigterm_during_a_build_removes_its_staging(tmp_path):
+    import signal
+
+    out = tmp_path / "out"
+    process, stderr, _ = _paused(tmp_path, BUILD_PAUSE, _valence_build_argv(out))
+    assert any(p.name.startswith(".valence-1.0.0.tmp-") for p in out.iterdir())   # the staging folder is there
+    process.send_signal(signal.SIGTERM)
+    status, text = _ended(process, stderr)
+    assert status == 128 + signal.SIGTERM, text
+    assert "Traceback" not in text and text.strip().splitlines()[-1].startswith("histbench: stopped by SIGTERM")
+    assert not out.exists(), sorted(p.name for p in out.iterdir())   # staging, lock and the --out it made: gone
+
+
+def _report_argv(run: Path, report: Path) -> list:
+    return ["report", "valence", run, "--out", report, "--bootstrap", "10", "--no-vocabulary-check"]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_report_ended_by_a_signal_leaves_nothing_that_outlives_the_next_report(how, tmp_path, cli):
+    """SIGTERM: the report's staging is removed at once and the earlier report stays. SIGKILL
+    cannot be caught: its `.report.PID-X.tmp` stays until the next report, which removes it."""
+    import signal
+
+    site = tmp_path / "site"
+    run, report = _valence_report_site(tmp_path, site)
+    before = _snapshot(site)
+    process, stderr, _ = _paused(tmp_path, REPORT_PAUSE, _report_argv(run, report))
+    assert [name.startswith(".report.") for name in _staging(site)] == [True]
+    process.send_signal(getattr(signal, how))
+    status, text = _ended(process, stderr)
+    assert _snapshot(site) == {**before, **{p: p.read_bytes() for p in site.rglob("*") if p.is_file() and
+                                            ".report." in str(p)}}
+    if how == "SIGTERM":
+        assert status == 128 + signal.SIGTERM and "histbench: stopped by SIGTERM" in text and "Traceback" not in text
+        assert _staging(site) == []
+    else:
+        assert status == -signal.SIGKILL and _staging(site) != []
+    result = cli(*_report_argv(run, report))
+    assert result.status == 0, result.stderr
+    assert _staging(site) == [] and (report / "index.md").is_file()
+
+
+def test_two_builds_into_one_folder_take_turns(tmp_path, capsys):
+    """Build A holds its staging folder while build B starts into the same --out: B waits
+    (and says so) instead of removing A's staging; A goes on once B is waiting; both
+    succeed, and the build is whole."""
+    import threading
+    import time
+
+    from histbench.cli import main
+
+    out = tmp_path / "out"
+    process, stderr, ready = _paused(tmp_path, BUILD_PAUSE, _valence_build_argv(out))
+    capsys.readouterr()
+    statuses = []
+    second = threading.Thread(target=lambda: statuses.append(main([str(a) for a in _valence_build_argv(out)])))
+    second.start()
+    said, deadline = "", time.monotonic() + 120
+    while "waiting for it to finish" not in said:   # B is held by A's lock ...
+        assert second.is_alive() and time.monotonic() < deadline, (said, statuses)
+        said += capsys.readouterr().err
+        time.sleep(0.05)
+    assert _staging(out) and process.poll() is None     # ... and A's staging is still there
+    Path(str(ready) + ".go").touch()                   # A goes on, then B
+    status, text = _ended(process, stderr)
+    second.join(timeout=120)
+    said += capsys.readouterr().err
+    assert status == 0, text
+    assert statuses == [0], said
+    assert f"another build is writing {out / 'valence-1.0.0'}: waiting for it to finish" in said
+    assert _staging(out) == [] and sorted(p.name for p in out.iterdir()) == [".valence-1.0.0.lock", "valence-1.0.0"]
+    assert main(["validate", str(out / "valence-1.0.0")]) == 0

@@ -130,7 +130,8 @@ def test_valence_run_and_report_hold_no_hub_token(tiny_masked_lm, creds, monkeyp
     run = tmp_path / "run"
     assert main(["eval", "valence", "--dataset", str(built), "--out", str(run), "--top-k", "3",
                  "--model", f"tiny=hf:{tiny_masked_lm}"]) == 0
-    assert main(["report", "valence", str(run), "--bootstrap", "10", "--allow-unannotated", "--no-vocabulary-check"]) == 0
+    assert main(["report", "valence", str(run), "--bootstrap", "10", "--allow-unannotated", "--no-vocabulary-check",
+                 "--out", str(run / "report")]) == 0
     from histbench.core.secrets import registered_secrets
 
     assert creds["env"] in registered_secrets()

@@ -13,9 +13,11 @@ from histbench.core.runstore import RunStore
 from histbench.core.secrets import (
     REDACTED,
     is_secret_name,
+    is_secret_query_name,
     redact,
     redact_url,
     register_secret,
+    register_url_secrets,
     scrub_text,
 )
 
@@ -34,11 +36,34 @@ def test_names_that_are_not_secret(name):
 
 
 def test_urls_lose_passwords_and_secret_query_values():
-    assert redact_url("https://user:hunter2hunter2@h.example/v1") == f"https://user:{REDACTED}@h.example/v1"
+    assert redact_url("https://user:hunter2hunter2@h.example/v1") == f"https://{REDACTED}@h.example/v1"
+    assert redact_url("https://sk-token-as-user@h.example/v1") == f"https://{REDACTED}@h.example/v1"
+    assert redact_url("http://tok@[::1/v1") == f"http://{REDACTED}@[::1/v1"   # unparsable: the user part goes all the same
+    assert redact_url("https://f.example/api/x?code=abc&sig=d&X-Amz-Signature=e&api-version=1") == \
+        f"https://f.example/api/x?code={REDACTED}&sig={REDACTED}&X-Amz-Signature={REDACTED}&api-version=1"
     assert redact_url("https://h.example/v1?api-version=2024&api-key=abc") == \
         f"https://h.example/v1?api-version=2024&api-key={REDACTED}"
     assert display_spec("api:m@https://h.example/v1?key=abc123#MY_KEY") == f"api:m@https://h.example/v1?key={REDACTED}#MY_KEY"
     assert display_spec("hf:org/model@v1") == "hf:org/model@v1"
+
+
+@pytest.mark.parametrize("name", ["code", "sig", "signature", "X-Amz-Signature", "token", "key", "session_id", "hmac"])
+def test_secret_query_names(name):
+    assert is_secret_query_name(name)
+
+
+@pytest.mark.parametrize("name", ["api-version", "model", "format", "country_code", "deployment", "code_version"])
+def test_query_names_that_are_not_secret(name):
+    assert not is_secret_query_name(name) and not is_secret_name(name)
+
+
+def test_a_url_registers_its_user_part_and_the_basic_header_derived_from_it():
+    import base64
+
+    register_url_secrets("http://alice-1234:pa%3Ass-5678@h.example/v1?code=fn-code-0123456789")
+    derived = base64.b64encode(b"alice-1234:pa:ss-5678").decode()
+    text = f"Authorization: Basic {derived}; user alice-1234, password pa:ss-5678, code fn-code-0123456789"
+    assert scrub_text(text) == f"Authorization: {REDACTED}; user {REDACTED}, password {REDACTED}, code {REDACTED}"
 
 
 def test_redact_keeps_names_and_non_text_values():
@@ -93,7 +118,7 @@ def test_a_build_with_a_chat_model_writes_no_credential(chat_server, tmp_path, m
         if '"suitable"' in user:
             return '{"suitable": true, "reason": "gloss"}'
         if '"distractors"' in user:
-            return json.dumps({"distractors": ["senso figurato", "luogo", "strumento", "modo di camminare", "tessuto"]})
+            return json.dumps({"distractors": ["senso figurato", "luogo", "strumento", "modo di camminare lento e pesante", "tessuto"]})
         return '{"answer": "significato sintetico"}'
 
     monkeypatch.setenv("HB_BUILD_KEY", "sk-build-1122334455")

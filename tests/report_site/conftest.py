@@ -66,35 +66,77 @@ def console_errors(driver) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def sample_runs(tmp_path_factory):
-    """Sample builds of chronologic and italian and their no-model baseline runs."""
-    root = tmp_path_factory.mktemp("site-runs")
-    out = {}
-    assert main(["build", "chronologic", "--sample", "--out", str(root / "build")]) == 0
-    assert main(["build", "italian", "--sample", "--out", str(root / "build")]) == 0
-    chronologic = root / "build" / "chronologic-1.0.0"
-    italian = root / "build" / "italian-1.0.0"
-    assert main(["eval", "chronologic", "--dataset", str(chronologic), "--baseline", "random", "--bootstrap", "200",
-                 "--out", str(root / "runs" / "chronologic-random")]) == 0
-    assert main(["eval", "italian", "--dataset", str(italian), "--baseline", "random", "--baseline", "first",
-                 "--out", str(root / "runs" / "italian")]) == 0
-    out["chronologic"] = [root / "runs" / "chronologic-random"]
-    out["italian"] = [root / "runs" / "italian" / "random", root / "runs" / "italian" / "first"]
-    out["root"] = root
-    return out
+def sample_runs(run_cache, built_sample):
+    """Sample builds of chronologic and italian (`histbench build NAME --sample`) and their
+    no-model baseline runs, made once per test run (run_cache)."""
+
+    def make(root: Path) -> None:
+        assert main(["eval", "chronologic", "--dataset", str(built_sample("chronologic")), "--baseline", "random",
+                     "--bootstrap", "200", "--out", str(root / "runs" / "chronologic-random")]) == 0
+        assert main(["eval", "italian", "--dataset", str(built_sample("italian")), "--baseline", "random",
+                     "--baseline", "first", "--out", str(root / "runs" / "italian")]) == 0
+
+    root = run_cache("site-runs", make)
+    return {"chronologic": [root / "runs" / "chronologic-random"],
+            "italian": [root / "runs" / "italian" / "random", root / "runs" / "italian" / "first"],
+            "root": root}
 
 
 @pytest.fixture(scope="session")
-def sites(sample_runs):
-    """`histbench report` sites of both benchmarks: {benchmark: report folder}."""
-    root = sample_runs["root"]
-    folders = {}
-    for benchmark in ("chronologic", "italian"):
-        out = root / "reports" / benchmark
-        assert main(["report", benchmark, *map(str, sample_runs[benchmark]), "--out", str(out)]) == 0
-        folders[benchmark] = out
-    return folders
+def sites(run_cache, sample_runs):
+    """`histbench report` sites of both benchmarks: {benchmark: report folder}, made once per
+    test run (run_cache)."""
+
+    def make(root: Path) -> None:
+        for benchmark in ("chronologic", "italian"):
+            assert main(["report", benchmark, *map(str, sample_runs[benchmark]), "--out", str(root / benchmark)]) == 0
+
+    root = run_cache("site-reports", make)
+    return {benchmark: root / benchmark for benchmark in ("chronologic", "italian")}
+
+
+@pytest.fixture(scope="session")
+def mher_site(run_cache, built_sample):
+    """`histbench report mher` of the sample build's 16 Table 2 baselines, the embedding
+    model behind a loopback /embeddings endpoint (so both embedding rows are there): the
+    report folder, made once per test run (run_cache; the baselines are beside it). (A
+    reference system's run, for Tables 3-7, would double its 15 s.)"""
+    from histbench.core.backends.loopback import LoopbackChatServer
+
+    def make(root: Path) -> None:
+        server = LoopbackChatServer(None).start()
+        try:
+            assert main(["eval", "mher", "--baseline", "table2", "--dataset", str(built_sample("mher")),
+                         "--out", str(root / "baselines"),
+                         "--embedding-model", f"api:text-embedding-3-small@{server.base_url}"]) == 0
+        finally:
+            server.stop()
+        assert main(["report", "mher", str(root / "baselines"), "--out", str(root / "report"),
+                     "--resamples", "200", "--thinning", "20"]) == 0
+
+    return run_cache("mher-site", make) / "report"
 
 
 def file_url(path: Path, fragment: str = "") -> str:
     return Path(path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
+
+
+def open_page(driver, url: str) -> None:
+    """A fresh load of `url` (about:blank first, so a fragment-only change reloads), the
+    console log drained."""
+    driver.get("about:blank")
+    console_errors(driver)
+    driver.get(url)
+
+
+def wait_ready(driver, timeout: float = 20.0) -> None:
+    """Until the viewer shows its first rows."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+
+
+def visible_rows(driver) -> list:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, "#rows tr.item")

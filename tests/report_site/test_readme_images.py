@@ -1,5 +1,5 @@
 """The README shows the report index and the viewer (issue 20): small PNGs in docs/images,
-linked by absolute URL (the README is also the PyPI description)."""
+linked relatively (they show in a clone, on any host and in the sdist; issue 28)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ LIMIT = 150 * 1024
 def test_the_readme_shows_the_index_and_the_viewer():
     text = (REPO / "README.md").read_text()
     for name in IMAGES:
-        url = f"https://github.com/histbench/histbench/raw/main/docs/images/{name}"
+        url = f"docs/images/{name}"
         assert re.search(rf"!\[[^\]]+\]\({re.escape(url)}\)", text), name
         data = (REPO / "docs" / "images" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < LIMIT, (name, len(data))

@@ -50,11 +50,8 @@ def test_italian_items_match_the_scored_accuracy(sample_runs):
     assert ranking and {i["outcome"] for i in ranking} == {"unscored"} and {i["group"] for i in ranking} >= {"poetry"}
 
 
-def test_mher_items_match_table_accuracy(tmp_path):
-    assert main(["build", "mher", "--sample", "--out", str(tmp_path / "build")]) == 0
-    out = tmp_path / "runs" / "lexical"
-    assert main(["eval", "mher", "--dataset", str(tmp_path / "build" / "mher-1.0.0"), "--baseline", "table2",
-                 "--out", str(out)]) == 0
+def test_mher_items_match_table_accuracy(mher_site):
+    out = mher_site.parent / "baselines"   # the 16 Table 2 baselines of the sample build
     evaluator, run = viewer_run(out)
     results = evaluator.results(out)
     assert len(run.items) == len(results.records)
@@ -76,7 +73,11 @@ def test_viewer_files(tmp_path):
              for k in range(1201)]
     page = write_viewer(ViewerRun("toy", "toy run", tmp_path, items), tmp_path / "v", chunk_size=500)
     folder = page.parent
-    assert sorted(p.name for p in (folder / "items").iterdir()) == ["chunk-0000.js", "chunk-0001.js", "chunk-0002.js", "index.js"]
+    assert sorted(p.name for p in (folder / "items").iterdir()) == [
+        "chunk-0000.js", "chunk-0001.js", "chunk-0002.js", "index.js", "search-0000.js", "search-0001.js", "search-0002.js"]
+    search = (folder / "items" / "search-0002.js").read_text()   # what the search reads of items 1000-1200
+    texts = json.loads(search[search.index(", ") + 2:search.rindex(")")])
+    assert len(texts) == 201 and texts[0] == "i1000 c correct" and texts[2] == "i1002 c invalid no json object found"
     lines = (folder / "items.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == [i["id"] for i in items]
     index = (folder / "items" / "index.js").read_text()

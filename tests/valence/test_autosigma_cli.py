@@ -68,7 +68,7 @@ def test_auto_sigma_command_writes_and_imports(synthetic_run, tmp_path, capsys):
     assert cli.main(["report", "valence", str(synthetic_run.path), "--bootstrap", "20"]) == 2
     assert "holds only automatic annotations, none for --sigma-source manual" in capsys.readouterr().err
     assert cli.main(["report", "valence", str(synthetic_run.path), "--bootstrap", "20", "--sigma-source", "automatic",
-                     "--allow-unannotated"]) == 0
+                     "--allow-unannotated", "--out", str(synthetic_run.path / "report")]) == 0
     assert "automatic: derived from corpus frequencies" in (synthetic_run.path / "report" / "index.md").read_text()
 
 

@@ -116,7 +116,7 @@ def test_cased_and_uncased_models_share_annotations(toy_pair, built, tmp_path, c
         writer.writeheader()
         writer.writerows(exported)
     assert cli.main(["valence", "import-annotations", str(run), str(sheet)]) == 0
-    assert cli.main(["report", "valence", str(run), "--bootstrap", "50"]) == 0
+    assert cli.main(["report", "valence", str(run), "--bootstrap", "50", "--out", str(run / "report")]) == 0
     with (run / "report" / "candidates.csv").open(encoding="utf-8") as handle:
         cands = {(r["model"], r["sentence_id"], r["rank"]): r for r in csv.DictReader(handle)}
     assert cands[("cased", "s1", "1")]["sigma"] == "-1.0" and cands[("uncased", "s1", "1")]["sigma"] == "-1.0"

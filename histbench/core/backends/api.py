@@ -16,6 +16,9 @@ Retry policy (fixed before any run, the same for every request):
   an `EvalError`: every answer received so far is already in the run store, so a rerun
   resumes.
 
+Each retry is said on stderr as it happens ("retrying (3/6) after connection refused ..."),
+once for all the requests in flight that retry for the same reason at the same attempt.
+
 Prompt-only requests (`GenerateRequest(prompt=...)`) are sent as one user message.
 """
 
@@ -32,13 +35,15 @@ from datetime import UTC
 from typing import Any
 
 from histbench.core.errors import EvalError
-from histbench.core.secrets import is_secret_name, register_secret
+from histbench.core.secrets import is_secret_name, redact_http_logs, register_secret
 
 from .base import GENERATE, Backend, GenerateRequest, GenerateResult, Request, RequestFailed, Result
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
 FATAL_STATUSES = {401: "authentication failed", 403: "access refused", 404: "no such endpoint or model"}
+#: seconds after which the same retry line is said again
+RETRY_LINE_EVERY_S = 10.0
 
 
 class _Fatal(Exception):
@@ -68,6 +73,7 @@ class APIBackend(Backend):
         self.key_env = env
         # the key is read when requests are sent; it is registered now, before anything is written
         register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
+        redact_http_logs()   # httpx logs each request's URL (with its user part and query) at INFO
         self.supports = frozenset({GENERATE})
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
@@ -77,6 +83,7 @@ class APIBackend(Backend):
             raise EvalError("max_concurrency must be at least 1", field="--max-concurrency")
         #: counters over the backend's life: attempts, retries by reason, failed requests.
         self.stats: dict[str, Any] = {"attempts": 0, "retries": {}, "failed": 0}
+        self._said: dict[tuple[int, str], float] = {}   # (attempt, reason) -> when its retry line was said
 
     @classmethod
     def from_spec(cls, spec: str, target: str, options: Mapping) -> APIBackend:
@@ -156,6 +163,20 @@ class APIBackend(Backend):
         retries = self.stats["retries"]
         retries[reason] = retries.get(reason, 0) + 1
 
+    def _say_retry(self, attempt: int, reason: str, detail: str, delay: float) -> None:
+        """One stderr line per (attempt, reason) while it repeats (the requests in flight
+        retry together), again after RETRY_LINE_EVERY_S seconds."""
+        import time
+
+        from histbench.core.progress import log
+
+        said, now = (attempt, reason), time.monotonic()
+        if now - self._said.get(said, -RETRY_LINE_EVERY_S) < RETRY_LINE_EVERY_S:
+            return
+        self._said[said] = now
+        log(f"histbench: {self.shown_url}: retrying ({attempt}/{int(self.options['max_retries'])}) after "
+            f"{_retry_reason(reason, detail)}; next attempt in {delay:.1f} s")
+
     async def _ask(self, client, headers: dict, request: GenerateRequest, state: dict) -> GenerateResult | RequestFailed | None:
         """One request with its retries; None when the run is stopping (another request hit
         a fatal error) and this one would need another attempt."""
@@ -172,7 +193,7 @@ class APIBackend(Backend):
             except httpx.TimeoutException as exc:
                 reason, detail = "timeout", f"{type(exc).__name__}: {exc}"
             except httpx.TransportError as exc:
-                reason, detail = "transport", f"{type(exc).__name__}: {exc}"
+                reason, detail = "transport", f"{type(exc).__name__}: {exc}{_system_cause(exc)}"
             else:
                 status = response.status_code
                 if status == 200:
@@ -209,7 +230,9 @@ class APIBackend(Backend):
             if attempt > int(self.options["max_retries"]):
                 raise _Fatal(f"no answer from {self.shown_url} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
-            await asyncio.sleep(self._delay(attempt, retry_after))
+            delay = self._delay(attempt, retry_after)
+            self._say_retry(attempt, reason, detail, delay)
+            await asyncio.sleep(delay)
 
     async def _run(self, requests: Sequence[GenerateRequest], out: queue.Queue, stop: threading.Event) -> None:
         import httpx
@@ -292,6 +315,41 @@ class APIBackend(Backend):
         finally:
             stop.set()
             thread.join(timeout=10)
+
+
+def _system_cause(exc: BaseException) -> str:
+    """The operating system's reason behind a transport error, as ' (connection refused)':
+    httpx says only 'All connection attempts failed'."""
+    import errno
+    import socket
+
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, socket.gaierror):
+            return " (the host name could not be resolved)"
+        if isinstance(seen, OSError) and seen.errno in (errno.ECONNREFUSED, errno.ECONNRESET, errno.ENETUNREACH,
+                                                        errno.EHOSTUNREACH, errno.ETIMEDOUT):
+            return f" ({os.strerror(seen.errno).lower()})"
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
+def _retry_reason(reason: str, detail: str) -> str:
+    """What a retry answers, in words: 'connection refused', 'HTTP 429', 'a timeout' ..."""
+    text = detail.lower()
+    if reason == "transport":
+        for words in ("connection refused", "connection reset by peer", "the host name could not be resolved",
+                      "no route to host", "network is unreachable", "connection timed out"):
+            if words in text:
+                return words
+        if "remoteprotocolerror" in text or "incomplete" in text or "peer closed" in text:
+            return "the connection closed mid-answer"
+        return f"a network error ({detail.split(':', 1)[0]})"
+    if reason == "timeout":
+        return "a timeout"
+    if reason == "incomplete":
+        return "an incomplete answer"
+    return reason.replace("http_", "HTTP ")
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -302,6 +302,10 @@ class Backend(ABC):
         #: what identifies the model's answers (request keys, the run folder's owner check)
         self.canonical_spec = canonical_spec(spec)
         self.target = target
+        #: what results call the model ("model" of identity() and of every record): the
+        #: target, or a name where the target is a folder histbench chose (the offline
+        #: model's cache), so that no local path of histbench's own lands in a run's files
+        self.model_name = target
         self.options = self._check_options(options or {})
         register_secrets_in({"spec": spec, **self.options})
         self.supports: frozenset[str] = frozenset()
@@ -332,7 +336,7 @@ class Backend(ABC):
             "backend": self.kind,
             "spec": self.spec,
             "canonical_spec": self.canonical_spec,
-            "model": self.target,
+            "model": self.model_name,
             "revision": self.revision,
             "options": {k: v for k, v in sorted(self.options.items()) if _jsonable(v)},
         })

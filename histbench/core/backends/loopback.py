@@ -73,6 +73,8 @@ class LoopbackChatServer:
     close), "truncate" (a 200 whose JSON body is cut short, connection closed), "die"
     (stop the server now; this request and all in flight get no answer).
     die_after: stop the server right after the N-th delivered answer.
+    echo_headers: every error body also holds the request's headers (`request_headers`), as
+    some gateways echo them; the answer function can read them from `server.headers[-1]`.
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class LoopbackChatServer:
         port: int = 0,
         host: str = "127.0.0.1",
         embed: Callable[[str], list[float]] | None = None,
+        echo_headers: bool = False,
     ) -> None:
         self.answer = answer or _default_answer
         self.embed = embed or hashed_trigram_embedding
@@ -95,6 +98,7 @@ class LoopbackChatServer:
         self.hang = hang
         self.retry_after = retry_after
         self.die_after = die_after
+        self.echo_headers = echo_headers
         self.fault_for: Callable[[int, dict], str | None] | None = None
         self._queued: list[str] = []
         self._lock = threading.Lock()
@@ -281,7 +285,10 @@ class LoopbackChatServer:
                     headers = {}
                     if fault == "429" and owner.retry_after is not None:
                         headers["Retry-After"] = str(owner.retry_after)
-                    return self._send_json(int(fault), {"error": {"message": f"loopback fault {fault}"}}, headers)
+                    error = {"message": f"loopback fault {fault}"}
+                    if owner.echo_headers:
+                        error["request_headers"] = dict(self.headers)
+                    return self._send_json(int(fault), {"error": error}, headers)
                 if fault == "timeout":
                     owner._dead.wait(owner.hang)
                     return self._drop()

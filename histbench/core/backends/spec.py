@@ -60,11 +60,13 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 def parse_api_target(target: str) -> tuple[str, str, str | None]:
     """'gpt-4o@https://host/v1#MY_KEY' -> ('gpt-4o', 'https://host/v1', 'MY_KEY')."""
+    from histbench.core.secrets import redact
+
     if "@http://" not in target and "@https://" not in target:
         model, _, env = target.partition("#")
         if "@" in model:
             raise UsageError(
-                f"api spec target {target!r}: the part after '@' must be an http(s):// base URL", field="--model"
+                f"api spec target {redact(target)!r}: the part after '@' must be an http(s):// base URL", field="--model"
             )
         if env and not _ENV_RE.match(env):
             raise UsageError(f"api spec: {env!r} is not an environment variable name", field="--model")
@@ -72,9 +74,10 @@ def parse_api_target(target: str) -> tuple[str, str, str | None]:
     match = _API_RE.match(target)
     if not match:
         raise UsageError(
-            f"api spec target {target!r} is not MODEL@BASE_URL[#KEY_ENV] (e.g. gpt-4o@https://api.openai.com/v1#OPENAI_API_KEY)",
+            f"api spec target {redact(target)!r} is not MODEL@BASE_URL[#KEY_ENV] (e.g. gpt-4o@https://api.openai.com/v1#OPENAI_API_KEY)",
             field="--model",
         )
+    _split_url(match["url"])
     url, question, query = match["url"].partition("?")
     url = url.rstrip("/")
     if url.endswith("/chat/completions"):
@@ -94,6 +97,23 @@ def split_revision(target: str) -> tuple[str, str | None]:
     return name, revision
 
 
+def _split_url(url: str):
+    """urlsplit, with a clear error (credentials redacted) for a URL it cannot read
+    (`http://[::1/v1`: an unclosed IPv6 bracket) or a port that is not a number."""
+    from urllib.parse import urlsplit
+
+    from histbench.core.secrets import redact_url
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise UsageError(f"the base URL {redact_url(url)!r} is not a valid URL ({exc})", field="--model") from None
+    if not parts.hostname:
+        raise UsageError(f"the base URL {redact_url(url)!r} names no host", field="--model")
+    return parts
+
+
 _LOOPBACK_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "::1", "0.0.0.0"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -102,23 +122,20 @@ def canonical_url(url: str) -> str:
     """An endpoint URL reduced to what picks the endpoint: lower-case scheme and host, every
     loopback name as 127.0.0.1, no default port, no credentials, no trailing slash, and the
     query parameters that are not credentials in sorted order."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-    from histbench.core.secrets import is_secret_name
+    from histbench.core.secrets import is_secret_query_name
 
-    parts = urlsplit(url)
+    parts = _split_url(url)
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     if host in _LOOPBACK_HOSTS or host.startswith("127."):
         host = "127.0.0.1"
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise UsageError(f"the base URL {url!r} has an invalid port", field="--model") from exc
+    port = parts.port
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != _DEFAULT_PORTS.get(scheme):
         netloc += f":{port}"
-    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)))
+    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_query_name(k)))
     return urlunsplit((scheme, netloc, parts.path.rstrip("/"), query, ""))
 
 
@@ -182,9 +199,11 @@ def load_backend(spec: str, options: Mapping | None = None) -> Backend:
         if target.lower() not in ("smollm2", "smollm2-135m-instruct"):
             raise UsageError(f"unknown offline model {target!r} (known: smollm2)", field="--model")
         from .hf import HFBackend
-        from .offline import smollm2_path, smollm2_revision
+        from .offline import SMOLLM2_NAME, smollm2_path, smollm2_revision
 
-        return HFBackend(spec, str(smollm2_path()), options, revision=smollm2_revision())
+        backend = HFBackend(spec, str(smollm2_path()), options, revision=smollm2_revision())
+        backend.model_name = SMOLLM2_NAME   # not the cache folder it was converted into
+        return backend
     cls = backend_class(kind)
     return cls.from_spec(spec, target, options)  # type: ignore[attr-defined]
 
@@ -248,6 +267,8 @@ def backend_from_args(args: argparse.Namespace) -> Backend:
     backend, such as --max-concurrency for hf, are ignored)."""
     spec = getattr(args, "model", None)
     if not spec:
-        raise UsageError("no model given: pass --model SPEC (e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct)", field="--model")
+        baseline = ", or --baseline NAME for a reference run that needs no model" if hasattr(args, "baseline") else ""
+        raise UsageError(f"no model given: pass --model SPEC (e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct){baseline}",
+                         field="--model")
     kind, _ = split_spec(spec)
     return load_backend(spec, options_from_args(args, backend_class(kind).OPTIONS))

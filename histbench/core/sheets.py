@@ -1,4 +1,6 @@
-"""Reading the small tables a valence user writes by hand: CSV, TSV or JSON Lines.
+"""The sheets a person fills by hand (valence annotations, Italian WSD reviews, lists of
+names and values): reading them as CSV, TSV or JSON Lines, and never overwriting one that
+holds what a person wrote.
 
 Rows are numbered the way the user sees them: in a CSV/TSV file the header is row 1
 and the first data row is row 2 (as in a spreadsheet); in a JSONL file a row is its
@@ -10,10 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from histbench.core.errors import SourceError
+from histbench.core.errors import HistbenchError, SourceError, UsageError
 from histbench.core.readers import iter_jsonl_objects, read_text_utf8
 
 FORMATS = ("csv", "tsv", "jsonl")
@@ -105,3 +108,36 @@ def _read_jsonl(path: Path, text: str) -> tuple[list[str], list[Row]]:
                 values[name] = str(value)
         rows.append(Row(number, values))
     return columns, rows
+
+
+def filled_rows(path: Path, keys: Sequence[set[str]], filled: Sequence[str]) -> int | None:
+    """How many rows of an existing sheet hold something a person wrote (a non-empty cell of
+    one of the `filled` columns); None when the file is not such a sheet at all (unreadable,
+    or without a column of each set in `keys`: the columns that name a sheet's rows)."""
+    try:
+        columns, rows = read_table(path)
+    except (HistbenchError, OSError):
+        return None
+    if not all(alternatives & set(columns) for alternatives in keys):
+        return None
+    return sum(1 for r in rows if r.get(*filled) is not None)
+
+
+def check_sheet_writable(out: Path, keys: Sequence[set[str]], filled: Sequence[str], *, kind: str, held: str,
+                         advice: str) -> None:
+    """Refuse to replace a file that holds what a person wrote, or that is not a blank sheet
+    of this kind: a missing file or a blank sheet may be written. kind: the sheet's name
+    ("annotation"); held: what its filled rows hold ("annotations"); advice: what to do
+    instead."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_file():
+        raise UsageError("--out names a folder, not a sheet file", file=out, field="--out")
+    count = filled_rows(out, keys, filled)
+    if count is None:
+        raise UsageError(f"the file exists and is not a blank {kind} sheet; it is never overwritten: choose another --out",
+                         file=out, field="--out")
+    if count:
+        raise UsageError(f"the sheet exists and {count} of its rows hold {held}; a sheet is never overwritten: {advice}",
+                         file=out, field="--out")
