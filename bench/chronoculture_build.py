@@ -464,7 +464,7 @@ def main() -> None:
     print(f"\nbuild counts (generated files) beside the paper's: {build['pairs']:,} pairs (10,360) over "
           f"{build['countries']} countries (72); questions with pairs: "
           + ", ".join(f"{k} {v}" for k, v in build["questions"].items())
-          + f" (408 in all); ISSP questions found by label: {build['located']:,}, not found: {build['not_found']:,}; "
+          + f" ({sum(build['questions'].values())} in all; paper 408); ISSP questions found by label: {build['located']:,}, not found: {build['not_found']:,}; "
             f"scale changes: {build['scale_changes']}")
     print("  by survey:  " + ", ".join(f"{k} {v:,} ({PAPER_PAIRS[k]:,})" for k, v in build["per_survey"].items()))
     total = sum(build["shift"].values())
