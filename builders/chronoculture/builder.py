@@ -195,10 +195,11 @@ class ChronoCultureBuilder(BenchmarkBuilder):
                 str(f.meta.path) for f in files) or None)
         for line in _comparison_lines(summary):
             ctx.log(line)
-        for name, records in configs.items():  # columns in the schema's order
+        for name, records in configs.items():  # columns in the schema's order (build_records keeps it)
             order = list(ctx.resources.schema(self.name, name)["properties"])
-            records[:] = [{key: record[key] for key in order} if set(record) == set(order) else record
-                          for record in records]
+            if records and list(records[0]) != order:
+                records[:] = [{key: record[key] for key in order} if set(record) == set(order) else record
+                              for record in records]
         return BuildOutput(
             configs={name: {"test": records} for name, records in configs.items()},
             summary=summary,

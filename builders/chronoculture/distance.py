@@ -28,6 +28,8 @@ table includes, so that a distance which equals a boundary in exact arithmetic (
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 SHIFT_BOUNDARIES: dict[str, tuple[float, float, float]] = {
@@ -51,6 +53,15 @@ def option_positions(k: int, values=None) -> np.ndarray:
     return positions
 
 
+@lru_cache(maxsize=256)
+def _scale(k: int, values: tuple | None) -> tuple[np.ndarray, float]:
+    """(a_{j+1} - a_j for j < K, a_K - a_1) of a scale, worked out once per scale."""
+    positions = option_positions(k, values)
+    gaps = np.diff(positions)
+    gaps.setflags(write=False)
+    return gaps, positions[-1] - positions[0]
+
+
 def normalised_wasserstein(p, q, values=None):
     """W(p, q) of appendix A.3 along the last axis; a float for 1-D inputs, else an array.
 
@@ -64,10 +75,13 @@ def normalised_wasserstein(p, q, values=None):
         raise ValueError(f"distributions have different numbers of options: {k} and {q.shape[-1]}")
     if k < 2:
         raise ValueError("the Wasserstein distance needs at least two ordered options")
-    positions = option_positions(k, values)
-    gaps = np.diff(positions)
+    try:
+        gaps, span = _scale(k, None if values is None else tuple(values))
+    except TypeError:  # values that cannot be a cache key (nested lists): option_positions says why
+        positions = option_positions(k, values)
+        gaps, span = np.diff(positions), positions[-1] - positions[0]
     cdf_gap = np.abs(np.cumsum(p, axis=-1) - np.cumsum(q, axis=-1))[..., :-1]
-    distance = (cdf_gap @ gaps) / (positions[-1] - positions[0])
+    distance = (cdf_gap @ gaps) / span
     distance = np.clip(distance, 0.0, 1.0)
     return float(distance) if distance.ndim == 0 else distance
 

@@ -18,7 +18,8 @@ counted unweighted. Every other cell is counted under the first rule it fails:
     missing_weight       valid answers exist, but none has a usable weight
     too_few_respondents  1 <= valid respondents < 500
 
-Everything is vectorised over respondents with numpy (`isin`, `bincount` with weights).
+Everything is vectorised over respondents with numpy: integer answer codes index lookup
+tables (code - lowest code), and `bincount` counts and sums them per group.
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ class GroupIndex:
     def n_groups(self) -> int:
         return len(self.keys)
 
+    def lookup(self):
+        """(group per respondent with n_groups for those in none, 2 x that + usable weight,
+        the weight where usable and 0.0 elsewhere), computed once per file."""
+        cached = getattr(self, "_lookup", None)
+        if cached is None or cached[0] != int((self.group >= 0).sum()):
+            group = np.where(self.group >= 0, self.group, self.n_groups).astype(np.intp)
+            ok = self.weight_ok & (self.group >= 0)
+            cached = (int((self.group >= 0).sum()), group, group * 2 + ok, np.where(ok, self.weight, 0.0))
+            self._lookup = cached
+        return cached[1:]
+
     def compact(self):
         """(rows in a group, their group ids, weights, usable-weight mask), computed once per file."""
         cached = getattr(self, "_compact", None)
@@ -69,8 +81,18 @@ class Tabulation:
     missing_answers: int  # NaN answers (Stata extended missing, empty CSV cells)
 
     def gold(self, g: int) -> np.ndarray:
-        row = self.totals[g]
-        return row / row.sum()
+        """Group g's weighted shares (a row of `golds`)."""
+        return self.golds()[g]
+
+    def golds(self) -> np.ndarray:
+        """(G, K) weighted shares, every group at once; each row is bit for bit row / row.sum()
+        (rows summed as contiguous rows are); NaN for a group without a weighted answer."""
+        cached = self.__dict__.get("_golds")
+        if cached is None:
+            totals = np.ascontiguousarray(self.totals)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cached = self.__dict__["_golds"] = totals / totals.sum(axis=1, keepdims=True)
+        return cached
 
 
 def _counter(values: np.ndarray) -> Counter:
@@ -85,6 +107,40 @@ def _plain(code: float):
     return int(code) if code.is_integer() else code
 
 
+LOOKUP_CELLS = 4_000_000  # group x code cells above which a column is tabulated through sorted codes
+
+
+def _code_flags(option_codes, invalid_codes, not_asked_codes) -> dict[float, list]:
+    """Every registered code -> [its option (or -1), invalid, not asked]."""
+    table: dict[float, list] = {}
+    for position, codes in enumerate(option_codes):
+        for code in codes:
+            table[float(code)] = [position, False, False]
+    for code in invalid_codes:
+        table.setdefault(float(code), [-1, False, False])[1] = True
+    for code in not_asked_codes:
+        table.setdefault(float(code), [-1, True, False])[2] = True
+    return table
+
+
+def _integer_slots(ans: np.ndarray, n_groups: int):
+    """(lowest code, number of codes R, slot per respondent) where every answer is an integer or
+    empty and the group x code table is small: slot = code - lowest, R for an empty answer.
+    None otherwise (answers with decimals, infinities, a very wide range of codes)."""
+    low, high = np.fmin.reduce(ans), np.fmax.reduce(ans)  # empty answers (NaN) ignored
+    if np.isnan(low):
+        low = high = 0.0
+    if not (np.isfinite(low) and np.isfinite(high)) or (high - low + 2) * (n_groups + 1) > LOOKUP_CELLS:
+        return None
+    width = int(high - low) + 1
+    shifted = ans - low
+    shifted[np.isnan(shifted)] = width
+    slots = shifted.astype(np.intp)
+    if np.subtract(shifted, slots, out=shifted).any():  # a code with decimals
+        return None
+    return low, width, slots
+
+
 def tabulate(
     answers: np.ndarray,
     index: GroupIndex,
@@ -94,24 +150,105 @@ def tabulate(
     negative_invalid: bool = False,
     min_respondents: int = MIN_RESPONDENTS,
 ) -> Tabulation:
-    in_group, group, weight, weight_ok = index.compact()
-    ans = np.asarray(answers, dtype=np.float64)[in_group]
-    k = len(option_codes)
-    n_groups = index.n_groups
+    """Per-group tabulation of one question's answers.
 
-    # one sorted lookup table for every registered code: its option (or -1), invalid, not asked
-    table: dict[float, list] = {}
-    for position, codes in enumerate(option_codes):
-        for code in codes:
-            table[float(code)] = [position, False, False]
-    for code in invalid_codes:
-        table.setdefault(float(code), [-1, False, False])[1] = True
-    for code in not_asked_codes:
-        table.setdefault(float(code), [-1, True, False])[2] = True
-    keys = np.array(sorted(table), dtype=np.float64)
-    owner = np.array([table[c][0] for c in keys], dtype=np.int64)
-    is_invalid = np.array([table[c][1] for c in keys], dtype=bool)
-    is_not_asked = np.array([table[c][2] for c in keys], dtype=bool)
+    Integer answer codes (every real file) go through integer lookup tables: each
+    respondent's code becomes a slot (code - lowest code), one unweighted bincount over
+    slot x group x usable weight gives every count, and one weighted bincount over
+    option x group gives the weighted totals, each bin summed in respondent order as a
+    sum over the valid respondents alone would be (the others add 0.0). Other answers
+    (decimals) take the sorted-code path; both give the same tabulation.
+    """
+    ans = np.asarray(answers, dtype=np.float64)
+    flags = _code_flags(option_codes, invalid_codes, not_asked_codes)
+    slots = _integer_slots(ans, index.n_groups)
+    if slots is None:
+        return _tabulate_sorted(ans, index, len(option_codes), flags, negative_invalid, min_respondents)
+    low, width, slot = slots
+    k, n_groups = len(option_codes), index.n_groups
+    group_or_out, group_and_ok, weight_if_ok = index.lookup()
+    # what each slot is: its option (k: none), invalid, not asked, empty
+    code_of_slot = low + np.arange(width + 1, dtype=np.float64)
+    option_of_slot = np.full(width + 1, k, dtype=np.intp)
+    invalid_slot = np.zeros(width + 1, dtype=bool)
+    not_asked_slot = np.zeros(width + 1, dtype=bool)
+    for code, (position, invalid, not_asked) in flags.items():
+        s = code - low
+        if 0 <= s < width and float(s).is_integer():
+            s = int(s)
+            option_of_slot[s] = position if position >= 0 else k
+            invalid_slot[s], not_asked_slot[s] = invalid, not_asked
+    if negative_invalid:
+        invalid_slot[:width] |= code_of_slot[:width] < 0
+    empty_slot = np.zeros(width + 1, dtype=bool)
+    empty_slot[width] = not_asked_slot[width] = True
+    invalid_slot[width] = False
+
+    # option x group (k: no option) and slot x group x usable weight per respondent (the last
+    # group: respondents in no group), computed in place
+    option_key = option_of_slot[slot]
+    option_key *= n_groups + 1
+    option_key += group_or_out
+    slot *= 2 * (n_groups + 1)
+    slot += group_and_ok
+    table = np.bincount(slot, minlength=(width + 1) * 2 * (n_groups + 1)).reshape(width + 1, n_groups + 1, 2)[:, :n_groups]
+    by_slot = table.sum(axis=2)  # (slots, groups)
+    is_option = option_of_slot < k
+    to_option = np.zeros((width + 1, k), dtype=np.int64)
+    to_option[np.flatnonzero(is_option), option_of_slot[is_option]] = 1
+    counts = by_slot.T @ to_option
+    n_valid = table[is_option, :, 1].sum(axis=0)
+    n_answered = counts.sum(axis=1)
+    n_all = by_slot.sum(axis=0)
+    n_not_asked = by_slot[not_asked_slot].sum(axis=0)
+    totals = np.bincount(option_key, weights=weight_if_ok,
+                         minlength=(k + 1) * (n_groups + 1)).reshape(k + 1, n_groups + 1)[:k, :n_groups].T
+
+    per_slot = by_slot.sum(axis=1)
+    invalid_codes_seen = Counter({_plain(code_of_slot[s]): int(per_slot[s])
+                                  for s in np.flatnonzero(invalid_slot & (per_slot > 0))})
+    unregistered = ~is_option & ~invalid_slot & ~empty_slot & (per_slot > 0)
+    unregistered_codes = Counter({_plain(code_of_slot[s]): int(per_slot[s]) for s in np.flatnonzero(unregistered)})
+    unregistered_by_group = {_plain(code_of_slot[s]): by_slot[s].astype(np.int64) for s in np.flatnonzero(unregistered)}
+    return Tabulation(
+        totals=totals,
+        n_valid=n_valid,
+        counts=counts,
+        unregistered_by_group=unregistered_by_group,
+        status=_status(n_all, n_not_asked, n_answered, n_valid, min_respondents),
+        invalid_codes=invalid_codes_seen,
+        unregistered_codes=unregistered_codes,
+        missing_answers=int(per_slot[width]),
+    )
+
+
+def _status(n_all, n_not_asked, n_answered, n_valid, min_respondents) -> list[str | None]:
+    status: list[str | None] = []
+    for all_, not_asked, answered, valid in zip(n_all.tolist(), n_not_asked.tolist(), n_answered.tolist(),
+                                                n_valid.tolist(), strict=True):
+        if all_ == not_asked:
+            status.append("not_asked")
+        elif answered == 0:
+            status.append("all_answers_invalid")
+        elif valid == 0:
+            status.append("missing_weight")
+        elif valid < min_respondents:
+            status.append("too_few_respondents")
+        else:
+            status.append(None)
+    return status
+
+
+def _tabulate_sorted(ans, index, k, flags, negative_invalid, min_respondents) -> Tabulation:
+    """The tabulation through a sorted table of the registered codes (searchsorted), for answers
+    that are not all integers."""
+    in_group, group, weight, weight_ok = index.compact()
+    ans = ans[in_group]
+    n_groups = index.n_groups
+    keys = np.array(sorted(flags), dtype=np.float64)
+    owner = np.array([flags[c][0] for c in keys], dtype=np.int64)
+    is_invalid = np.array([flags[c][1] for c in keys], dtype=bool)
+    is_not_asked = np.array([flags[c][2] for c in keys], dtype=bool)
     slot = np.minimum(np.searchsorted(keys, ans), len(keys) - 1)
     hit = keys[slot] == ans  # NaN never hits
     option = np.where(hit, owner[slot], -1)
@@ -140,25 +277,12 @@ def tabulate(
             per_group = np.zeros(n_groups, dtype=np.int64)
             per_group[pairs[0, mine].astype(np.int64)] = tallies[mine]
             unregistered_by_group[_plain(code)] = per_group
-
-    status: list[str | None] = []
-    for g in range(n_groups):
-        if n_all[g] == n_not_asked[g]:
-            status.append("not_asked")
-        elif n_answered[g] == 0:
-            status.append("all_answers_invalid")
-        elif n_valid[g] == 0:
-            status.append("missing_weight")
-        elif n_valid[g] < min_respondents:
-            status.append("too_few_respondents")
-        else:
-            status.append(None)
     return Tabulation(
         totals=totals,
         n_valid=n_valid,
         counts=counts,
         unregistered_by_group=unregistered_by_group,
-        status=status,
+        status=_status(n_all, n_not_asked, n_answered, n_valid, min_respondents),
         invalid_codes=_counter(ans[invalid & ~missing]),
         unregistered_codes=_counter(ans[unregistered]),
         missing_answers=int(missing.sum()),

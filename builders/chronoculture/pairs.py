@@ -13,7 +13,7 @@ respondents are drawn from G_old (multinomial) and W between their empirical
 distributions is computed; the pair stores the median and the 95th percentile
 (numpy's default linear interpolation). The generator of each pair is seeded with
 (build seed, crc32(pair_id)), so a pair's noise does not depend on which other pairs
-the build contains.
+the build contains; the distances of all pairs are then computed together (`pair_noise`).
 
 Modal-answer variant (3.6, A.5): the label of a period is the mode of its gold
 distribution. A pair enters the `mcq` config when the two largest proportions differ by
@@ -25,8 +25,10 @@ whose mode changes (68.2% and 8.5% in the paper).
 
 from __future__ import annotations
 
+import gc
 import zlib
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +83,38 @@ def sampling_noise(g_old, values, rng: np.random.Generator, draws: int = NOISE_D
     return float(median), float(p95)
 
 
+NOISE_CHUNK = 1024  # pairs whose samples are held at once (1,024 x 200 x 2 x 10 counts: 33 MB)
+
+
+def pair_noise(golds, values, pair_ids, seed: int, draws: int = NOISE_DRAWS,
+               respondents: int = NOISE_RESPONDENTS) -> np.ndarray:
+    """(median, 95th percentile) of the F.4 noise of every pair, shape (pairs, 2).
+
+    The same numbers as `sampling_noise(gold, values, pair_rng(seed, pair_id))` pair by pair:
+    each pair's multinomial samples come from its own generator, and the distances of all
+    pairs on the same scale positions are then computed in one step (running sums of the two
+    samples' count differences, times the positions' spacing) and their quantiles in one call.
+    """
+    distances = np.empty((len(golds), draws))
+    by_scale: dict[tuple, list[int]] = {}
+    for i, (gold, vals) in enumerate(zip(golds, values, strict=True)):
+        by_scale.setdefault(tuple(option_positions(len(gold), vals).tolist()), []).append(i)
+    for scale, members in by_scale.items():
+        positions = np.array(scale)
+        gaps, span = np.diff(positions), respondents * (positions[-1] - positions[0])
+        for start in range(0, len(members), NOISE_CHUNK):
+            chunk = members[start:start + NOISE_CHUNK]
+            counts = np.empty((len(chunk), draws, 2, len(positions)), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                p = np.asarray(golds[i], dtype=float)
+                counts[row] = pair_rng(seed, pair_ids[i]).multinomial(respondents, p / p.sum(), size=(draws, 2))
+            # the gap between the two samples' counts at or below each option but the last (always n):
+            # the running sum of the counts' differences, exact in integers
+            gap = np.cumsum(counts[:, :, 0, :-1] - counts[:, :, 1, :-1], axis=2)
+            distances[chunk] = (np.abs(gap) @ gaps) / span
+    return noise_quantiles(distances) if len(golds) else np.empty((0, 2))
+
+
 def pair_rng(seed: int, pair_id: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(pair_id.encode("utf-8"))])
 
@@ -121,6 +155,20 @@ def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None
     return "scale_changed", reason
 
 
+@contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while the records are made: they are some million
+    dicts and lists without reference cycles, and each collection would walk every object
+    alive in the build (the survey files' arrays aside) again and again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_records(
     cells: dict[tuple[str, str], list[Cell]],
     questions: dict[str, Question],
@@ -134,10 +182,16 @@ def build_records(
     scale_policy: str = "drop",
 ) -> tuple[dict[str, list[dict]], dict]:
     """All four configs' records and the pair-level statistics for the summary."""
+    with _collector_paused():
+        return _build_records(cells, questions, countries, templates, seed, newer_wave, noise_draws, progress,
+                              scale_policy)
+
+
+def _build_records(cells, questions, countries, templates, seed, newer_wave, noise_draws, progress, scale_policy):
     order = {qid: i for i, qid in enumerate(questions)}
     keys = sorted(cells, key=lambda k: (0 if questions[k[0]].survey == "WVS" else 1, order[k[0]], k[1]))
     pairs, items, undated, mcq = [], [], [], []
-    noise: list[np.ndarray] = []  # F.4 distances per pair; quantiles are taken for all pairs at once
+    noise_inputs: list[tuple] = []  # (G_old, option values, pair id) per pair: F.4 noise after the loop
     no_pair = Counter()
     mcq_excluded = Counter()
     scale_changes: dict[str, dict] = {}
@@ -166,17 +220,17 @@ def build_records(
         labels = question.labels
         d_h = normalised_wasserstein(old.gold, new.gold, values)
         g_old, g_new = old.gold.tolist(), new.gold.tolist()  # plain lists: the writer's fast schema path takes them
-        noise.append(noise_distances(old.gold, values, pair_rng(seed, pid), draws=noise_draws))
+        noise_inputs.append((old.gold, values, pid))
         category = shift_category(d_h)
-        available = sorted(cells[(qid, alpha3)], key=lambda c: (c.year, c.wave or 0))
+        available = cells[(qid, alpha3)]  # in (year, wave) order already
         common = {
             "survey": question.survey, "question_id": qid, "country_iso3": alpha3,
         }
         place = {"country_name": country.name, "region": country.region}
         topic = {"topic": question.topic, "topic_category": question.category}
-        pairs.append({
-            "pair_id": pid, **common, "question_text": question.text, **topic,
-            "country_iso_numeric": country.iso_numeric, **place,
+        pairs.append({  # in the schema's column order, as every config's records
+            "pair_id": pid, "survey": question.survey, "question_id": qid, "question_text": question.text, **topic,
+            "country_iso3": alpha3, "country_iso_numeric": country.iso_numeric, **place,
             "option_labels": labels, "option_values": values,
             "year_old": old.year, "year_new": new.year, "wave_old": old.wave, "wave_new": new.wave,
             "source_old": old.source, "source_new": new.source,
@@ -225,7 +279,9 @@ def build_records(
             "messages_new": templates.mcq(country.name, question.text, labels, new.year),
         })
     if pairs:
-        for pair, (median, p95) in zip(pairs, noise_quantiles(np.vstack(noise)).tolist(), strict=True):
+        golds, values_of, pair_ids = zip(*noise_inputs, strict=True)
+        for pair, (median, p95) in zip(pairs, pair_noise(golds, values_of, pair_ids, seed, noise_draws).tolist(),
+                                       strict=True):
             pair["noise_median"], pair["noise_p95"] = median, p95
             pair["above_noise_p95"] = bool(pair["d_h"] > p95)
     stats = _statistics(pairs, mcq, no_pair, mcq_excluded)

@@ -31,6 +31,31 @@ REQUIRED = {
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+class _Compiled:
+    """A string.Template split once into its text and its placeholders: rendering joins them,
+    with the result and the errors of `Template.substitute` (KeyError for an unknown
+    placeholder, ValueError for a malformed one) at a fraction of its cost."""
+
+    def __init__(self, template: string.Template):
+        self.template = template
+        self.parts: list[tuple[bool, str]] | None = []  # (is a placeholder, text or name)
+        last = 0
+        for match in template.pattern.finditer(template.template):
+            text = template.template[last:match.start()]
+            last = match.end()
+            if match.group("invalid") is not None:
+                self.parts = None  # substitute raises the ValueError
+                return
+            name = match.group("named") or match.group("braced")
+            self.parts += [(False, text), (False, "$")] if name is None else [(False, text), (True, name)]
+        self.parts.append((False, template.template[last:]))
+
+    def render(self, values: dict) -> str:
+        if self.parts is None:
+            return self.template.substitute(**values)
+        return "".join(str(values[text]) if is_name else text for is_name, text in self.parts)
+
+
 @dataclass(frozen=True)
 class PromptTemplates:
     path: Path
@@ -58,15 +83,15 @@ class PromptTemplates:
         """Whether the file defines `section` ("distribution" or "mcq")."""
         return isinstance(self.data.get(section), dict)
 
-    def _template(self, section: str, key: str) -> string.Template:
+    def _template(self, section: str, key: str) -> _Compiled:
         cache = self.__dict__.setdefault("_templates", {})
         if (section, key) not in cache:
-            cache[(section, key)] = string.Template(self.data[section][key])
+            cache[(section, key)] = _Compiled(string.Template(self.data[section][key]))
         return cache[(section, key)]
 
     def _render(self, section: str, key: str, **values) -> str:
         try:
-            return self._template(section, key).substitute(**values)
+            return self._template(section, key).render(values)
         except (KeyError, ValueError) as exc:
             raise SourceError(f"template '{section}.{key}' uses an unknown placeholder: {exc}", file=self.path) from exc
 

@@ -232,7 +232,8 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
                     raise SourceError(f"{len(text):,} respondents hold text where a number is expected ({shown})",
                                       file=path, field=wanted[column])
                 frame[column] = numbers
-        frame[column] = frame[column].astype(np.float64)
+        if frame[column].dtype != np.float64:
+            frame[column] = frame[column].astype(np.float64)
         if column in id_columns:
             _check_id_column(meta, column, frame[column].to_numpy())
     return frame.rename(columns=wanted)[requested]

@@ -21,6 +21,8 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
             - {code: 1, label: Very happy}
             - {codes: [2], label: Quite happy, value: 2}   # several codes may form one option
           # or, for numeric scales: scale: {from: 1, to: 10, low: "...", high: "..."}
+          #   (the end words are also the labels a labelled CSV export writes for 1 and 10;
+          #   low_aliases / high_aliases: other wordings of them)
           # optional: invalid_codes (added to the survey's), values are 1..K unless given
     issp:
       studies:                        # one entry per ISSP data file (module or cumulation)
@@ -32,6 +34,9 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
           #   coding: iso_numeric | alpha2 | alpha3 | label_alpha2 | label | map  (map entries win)
           weight: v325                # null: every respondent weighs 1; auto: found in the file
           codebook: ...               # document, and what it confirms
+          # reunification: {variable: v3, factors: {2: 1.19455, 3: 0.59238}, document: ...}
+          #   GESIS's factors for pooling the West and East German samples into one Germany:
+          #   each respondent's weight times the factor of its sample code (others x 1)
           # files: ["ZA2900*"]        # optional; default: names starting with the id, then a non-digit
       questions:
         - id: issp_rog_jobs
@@ -44,6 +49,9 @@ it (a user's curated copy, or one that `--discover` wrote with sources attached)
           sources:                    # pinned: study id -> variable (or {variable, codes, invalid_codes})
             ZA2900: v36
             ZA1950: {variable: v49}
+          absent: [ZA1490]            # optional: studies whose file lacks the item (or asks it on another
+                                      # scale), as a public document of the whole file shows; never looked for there
+          evidence: "..."             # optional: why the question qualifies (paper 3.2) and what document shows it
 
 `codes` in a source override replaces each option's codes (a list aligned with the
 options). Every code of an option must be a value label of the variable in .sav/.dta
@@ -121,6 +129,8 @@ class Question:
     sources: tuple[SourceRef, ...] = ()  # ISSP, pinned
     label: str | None = None  # ISSP: pattern on variable labels that locates the variable
     is_scale: bool = False  # options written as `scale: {from, to}`
+    absent: tuple[str, ...] = ()  # ISSP studies whose file a public document shows without the item
+    evidence: str = ""  # why the question qualifies (paper 3.2) and the document that shows it
 
     @property
     def labels(self) -> list[str]:
@@ -170,6 +180,16 @@ class YearSpec:
 
 
 @dataclass(frozen=True)
+class Reunification:
+    """GESIS's weighting factors for analysing West and East Germany as one country: the weight
+    of a respondent whose `variable` holds one of the codes is multiplied by its factor."""
+
+    variable: str
+    factors: dict  # sample code (float, or upper-case text) -> factor
+    document: str
+
+
+@dataclass(frozen=True)
 class Study:
     id: str
     title: str
@@ -181,6 +201,7 @@ class Study:
     module: str | None = None
     codebook: str = ""
     weight_auto: bool = False
+    reunification: Reunification | None = None
 
     def matches(self, path: Path) -> bool:
         from fnmatch import fnmatch
@@ -240,7 +261,8 @@ class Registry:
             pinned = question.source_for(study.id)
             if pinned is not None:
                 out.append((question, pinned))
-            elif question.label and study.module and question.topic == study.module:
+            elif (question.label and study.module and question.topic == study.module
+                  and study.id not in question.absent):
                 out.append((question, None))
         return out
 
@@ -292,12 +314,19 @@ def _options(spec: dict, where: _Where, entry: str) -> tuple[Option, ...]:
             raise where.error(entry, "scale 'to' must be larger than 'from'", "scale")
         options = []
         for code in range(low, high + 1):
-            label = str(code)
-            if code == low and scale.get("low"):
-                label = f"{code} ({scale['low']})"
-            elif code == high and scale.get("high"):
-                label = f"{code} ({scale['high']})"
-            options.append(Option(label, (float(code),), float(code - low + 1)))
+            label, aliases = str(code), ()
+            for end, at in (("low", low), ("high", high)):
+                if code == at and scale.get(end):
+                    # the end's words alone are how a labelled export writes that point
+                    # ("Completely dissatisfied" for 1); `low_aliases` / `high_aliases` add other wordings
+                    label = f"{code} ({scale[end]})"
+                    more = scale.get(f"{end}_aliases") or []
+                    if isinstance(more, str):
+                        more = [more]
+                    if not isinstance(more, list):
+                        raise where.error(entry, f"scale {end}_aliases must be a list of labels", "scale")
+                    aliases = (str(scale[end]), *(str(a) for a in more))
+            options.append(Option(label, (float(code),), float(code - low + 1), aliases))
         return tuple(options)
     raw = spec.get("options")
     if not isinstance(raw, list) or len(raw) < 2:
@@ -394,10 +423,17 @@ def _question(spec, index: int, survey: str, where: _Where, base_invalid: tuple[
             if "invalid_codes" in ref:
                 invalid_override = tuple(sorted(set(_codes(ref["invalid_codes"], where, qid, "sources"))))
             sources.append(SourceRef(str(study), str(ref["variable"]), codes, invalid_override))
+    absent = tuple(str(a) for a in _list(spec.get("absent"), where, qid, "'absent'"))
+    if absent and survey == "WVS":
+        raise where.error(qid, "'absent' names ISSP studies; a WVS question is absent where its cells say so", "absent")
+    both = sorted(set(absent) & {s.study for s in sources})
+    if both:
+        raise where.error(qid, f"studies {both} are both a source and absent", "absent")
     question = Question(
         id=qid, survey=survey, topic=str(topic), category=str(spec.get("category") or ""),
         text=str(spec.get("text") or ""), options=options, invalid_codes=invalid,
         variable=variable, sources=tuple(sources), label=label, is_scale="scale" in spec,
+        absent=absent, evidence=str(spec.get("evidence") or ""),
     )
     _check_question(question, where)
     return question
@@ -445,11 +481,27 @@ def _study(spec, index: int, where: _Where) -> Study:
         country = CountrySpec(str(country_raw["variable"]), coding, mapping)
     weight = spec.get("weight")
     weight_auto = weight == AUTO
+    reunification = None
+    if spec.get("reunification") is not None:
+        raw = _mapping(spec.get("reunification"), where, sid, "'reunification'")
+        factors = {}
+        for key, value in _mapping(raw.get("factors"), where, sid, "reunification factors").items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise where.error(sid, f"reunification factor for {key!r} must be a positive number", "reunification")
+            factors[float(key) if isinstance(key, int | float) and not isinstance(key, bool) else str(key).upper()] = \
+                float(value)
+        if not raw.get("variable") or len(factors) < 2 or not str(raw.get("document") or "").strip():
+            raise where.error(sid, "reunification needs a variable, the factors of the West and East samples "
+                                   "({code: factor}) and the document that gives them", "reunification")
+        if weight is None or weight_auto:
+            raise where.error(sid, "reunification factors multiply the study's weight: name its weight variable",
+                              "reunification")
+        reunification = Reunification(str(raw["variable"]), factors, str(raw["document"]))
     return Study(
         id=sid, title=str(spec.get("title", sid)), files=tuple(str(f) for f in files), year=year,
         country=country, weight=None if weight is None or weight_auto else str(weight),
         notes=str(spec.get("notes", "")), module=str(spec["module"]) if spec.get("module") else None,
-        codebook=str(spec.get("codebook", "")), weight_auto=weight_auto,
+        codebook=str(spec.get("codebook", "")), weight_auto=weight_auto, reunification=reunification,
     )
 
 
@@ -504,7 +556,7 @@ def load_registry(path: Path) -> Registry:
             raise where.error("issp.studies", "study ids must be unique", "id")
         for index, spec in enumerate(_list(issp.get("questions"), where, "issp", "'questions'")):
             question = _question(spec, index, "ISSP", where, ())
-            unknown = sorted({s.study for s in question.sources} - set(study_ids))
+            unknown = sorted(({s.study for s in question.sources} | set(question.absent)) - set(study_ids))
             if unknown:
                 raise where.error(question.id, f"sources name unknown studies {unknown}", "sources")
             issp_questions.append(question)

@@ -65,9 +65,18 @@ def _name(category, labels) -> str:
 
 
 def scale_difference(a: PeriodScale | None, b: PeriodScale | None) -> str | None:
-    """Why periods a and b are not on the same scale, or None when nothing says they differ."""
+    """Why periods a and b are not on the same scale, or None when nothing says they differ
+    (worked out once per two periods: every country of a question compares the same ones)."""
     if a is None or b is None or a is b:
         return None
+    compared = a.__dict__.setdefault("_compared", {})  # id(b) -> (b, reason)
+    known = compared.get(id(b))
+    if known is None or known[0] is not b:
+        known = compared[id(b)] = (b, _scale_difference(a, b))
+    return known[1]
+
+
+def _scale_difference(a: PeriodScale, b: PeriodScale) -> str | None:
     if a.labelled_extras is not None and b.labelled_extras is not None and a.labelled_extras != b.labelled_extras:
         def show(extras):
             return ", ".join(repr(e) for e in extras) or "none"

@@ -69,6 +69,7 @@ class FileReport:
     not_located: dict[str, str] = field(default_factory=dict)  # question id -> reason
     csv_text_answers: dict[str, int] = field(default_factory=dict)  # variable -> answers mapped from labels
     variables: dict[str, str] = field(default_factory=dict)  # role -> variable (and how it was found)
+    reunification: dict | None = None  # GESIS's West/East German factors applied to the weights
 
     def to_json(self) -> dict:
         return {
@@ -78,6 +79,7 @@ class FileReport:
             "value_labels_checked": self.value_label_check, "registry_variables_missing": self.missing_questions,
             "variables": self.variables, "questions_located_by_label": self.located,
             "questions_not_found": self.not_located, "csv_answers_mapped_from_labels": self.csv_text_answers,
+            "reunification_factors": self.reunification,
         }
 
 
@@ -407,6 +409,27 @@ def _located_sources(meta: FileMeta, study: Study, entries, report: FileReport) 
     return out
 
 
+def _reunified(weights: np.ndarray, samples: np.ndarray, spec, report: FileReport) -> np.ndarray:
+    """The weights times GESIS's reunification factor of each respondent's sample (West and East
+    Germany pooled as one country); respondents of other samples keep their weight."""
+    import pandas as pd
+
+    keys = pd.Series(samples)
+    if keys.dtype.kind in "fiub":
+        factor = keys.astype(np.float64).map(spec.factors)
+    else:
+        factor = keys.astype("string").str.strip().str.upper().map(spec.factors)
+    factor = factor.astype(np.float64).fillna(1.0).to_numpy()
+    report.variables["weight"] += (f" x GESIS reunification factors by {spec.variable} ("
+                                   + ", ".join(f"{_shown(k)}: {v}" for k, v in spec.factors.items())
+                                   + f"; {spec.document})")
+    applied = {_shown(k): int((keys.astype(np.float64) == k).sum()) if isinstance(k, float)
+               else int((keys.astype("string").str.strip().str.upper() == k).sum()) for k in spec.factors}
+    report.reunification = {"variable": spec.variable, "factors": {_shown(k): v for k, v in spec.factors.items()},
+                            "respondents": applied, "document": spec.document}
+    return np.asarray(weights, dtype=np.float64) * factor
+
+
 def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow_missing_questions: bool) -> SurveyFile:
     study = registry.study_for(meta.path)
     report = FileReport(meta.path.name, "ISSP", study=study.id, value_label_check=meta.has_value_labels)
@@ -418,6 +441,8 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     required = [country.variable] + ([weight] if weight else [])
     if year_spec.variable:
         required.append(year_spec.variable)
+    if study.reunification is not None and study.reunification.variable not in required:
+        required.append(study.reunification.variable)
     meta.require(required, f"country/weight/year variables of registry study {study.id}")
     entries = _located_sources(meta, study, entries, report)
     questions = _present_questions(meta, entries, report)
@@ -466,6 +491,8 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     if no_year.any():
         report.excluded["missing_year"] = {"respondents": int(no_year.sum())}
     weights = frame[weight].to_numpy() if weight else np.ones(n)
+    if study.reunification is not None:
+        weights = _reunified(weights, frame[study.reunification.variable].to_numpy(), study.reunification, report)
     keep = ~bad & np.isfinite(year)
     index, _ = _group_index(alpha, np.where(np.isfinite(year), year, -1).astype(np.int64), keep, weights, countries,
                             lambda c, y: (c, int(y), None))

@@ -32,6 +32,10 @@ Decisions where B.1 is silent (each has a test):
 - **Modal answers (A.5)** may be a JSON ``{"answer": ...}``, a bare letter or label, a
   letter with its label (``B. Agree``), or a sentence (``The answer is B.``); an explicit
   "answer/option/choice is X" decides, otherwise exactly one option must be named.
+  The prompt asks for ``{"answer": "<letter>"}``; a letter in either case is that option
+  where the answer format puts it (``{"answer": "b"}``, ``Answer: b``, ``b)``, a bare
+  ``b``), but inside prose only an upper-case letter names an option ("a" is the article:
+  ``The answer is a good one`` names none).
 """
 
 from __future__ import annotations
@@ -237,6 +241,13 @@ class ParsedChoice:
 
 
 _ANSWER_PHRASE = r"\b(?:answer|option|choice|letter)\b(?:\s+(?:is|would be|was|will be))?\s*[:\-=]?\s*"
+_ANSWER_END = re.compile(r"[\"'`*)\]]*\s*(?:$|[.,;:!?\n}])")
+
+
+def _ends_answer(text: str, end: int) -> bool:
+    """Whether a key found at text[:end] ends the answer (a lower-case letter names an option only
+    there: "Answer: b" or "the answer is b." do, "the answer is a good one" does not)."""
+    return _ANSWER_END.match(text, end) is not None
 
 
 def parse_choice(text: str | None, options: list[str], keys: list[str] | None = None) -> ParsedChoice:
@@ -248,13 +259,19 @@ def parse_choice(text: str | None, options: list[str], keys: list[str] | None = 
     its own label; an explicit "answer/option/choice is X" (X a key or a label); an
     answer that starts with a key ("B) ...", "**B**"); and last a label mentioned in
     prose, accepted only when exactly one option is named (an answer that names two
-    different options is invalid). Keys match as written (upper case), so the article
-    "a" is never read as option A.
+    different options is invalid). A key matches in either case where the answer format
+    puts it: the whole answer or JSON value ("b"), after "answer/option/choice" when
+    nothing but punctuation follows ("Answer: b"), or at the start with its delimiter
+    ("b) ..."); in prose only as written (upper case), so the article "a" is never read
+    as option A.
     """
     if not text or not text.strip():
         return ParsedChoice(None, "none", "empty output")
     wanted = {normalise_label(o): i for i, o in enumerate(options)}
     codes = {str(k).strip(): i for i, k in enumerate(keys or [])}
+    folded = {k.casefold(): i for k, i in codes.items()}
+    if len(folded) < len(codes):  # keys that differ only in case ("a" and "A"): no case variants
+        folded = dict(codes)
     code_alternation = "|".join(re.escape(k) for k in sorted(codes, key=len, reverse=True))
     label_alternation = "|".join(re.escape(o.strip()) for o in sorted(options, key=len, reverse=True))
 
@@ -267,12 +284,14 @@ def parse_choice(text: str | None, options: list[str], keys: list[str] | None = 
         raw = candidate.strip().strip("\"'`*").strip()
         raw = re.sub(r"^(?i:answer|option|choice)\s*[:\-]?\s*", "", raw).strip()
         bare = raw.strip("()[]. *")
-        if bare in codes:
-            return codes[bare]
+        if bare.casefold() in folded:  # the whole answer is a key, in either case ("b", "(B)")
+            return folded[bare.casefold()]
         if codes:
-            match = re.fullmatch(rf"[(\[]?({code_alternation})[)\].:]\s*(.+)", raw, re.DOTALL)
-            if match and normalise_label(match.group(2)) == normalise_label(options[codes[match.group(1)]]):
-                return codes[match.group(1)]
+            match = re.fullmatch(rf"[(\[]?({code_alternation})[)\].:]\s*(.+)", raw, re.DOTALL | re.IGNORECASE)
+            if match and match.group(1).casefold() in folded:
+                index = folded[match.group(1).casefold()]
+                if normalise_label(match.group(2)) == normalise_label(options[index]):
+                    return index
         return None
 
     extracted = extract_json_object(text)
@@ -292,22 +311,24 @@ def parse_choice(text: str | None, options: list[str], keys: list[str] | None = 
                         re.IGNORECASE)
     named = set()
     for match in phrase.finditer(text):
-        for found in (match.group(1), match.group(2)):
+        for number, found in ((1, match.group(1)), (2, match.group(2))):
             if found is None:
                 continue
             if found in codes:
                 named.add(codes[found])
             elif normalise_label(found) in wanted:
                 named.add(wanted[normalise_label(found)])
+            elif found.casefold() in folded and _ends_answer(text, match.end(number)):
+                named.add(folded[found.casefold()])  # "Answer: b", "the answer is b."
     if len(named) == 1:
         return ParsedChoice(named.pop(), "sentence")
     if len(named) > 1:
         return ParsedChoice(None, "sentence", "the answer names more than one option")
     # an answer that starts with a key: "B) Agree, because ...", "**C**"
     if codes:
-        match = re.match(rf"\s*[*\"'`]*[(\[]?({code_alternation})(?:[)\].:*\"'`]|\s*$)", text)
-        if match:
-            index = codes[match.group(1)]
+        match = re.match(rf"\s*[*\"'`]*[(\[]?({code_alternation})(?:[)\].:*\"'`]|\s*$)", text, re.IGNORECASE)
+        if match and match.group(1).casefold() in folded:
+            index = folded[match.group(1).casefold()]
             after = re.match(rf"[\s*\"'`]*({label_alternation})(?![\w])", text[match.end():], re.IGNORECASE)
             if after and wanted[normalise_label(after.group(1))] != index:
                 return ParsedChoice(None, "sentence", "the answer names more than one option")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
@@ -35,6 +36,21 @@ def _open_dataset(args: argparse.Namespace, runs: list[Path]):
     return built
 
 
+def json_safe(value):
+    """Plain Python values (`to_native`) with every NaN or infinity as None: JSON has no NaN, and
+    an undefined cell (a ratio over no pairs, an interval without resamples) reads as null."""
+    from histbench.core.schema import to_native
+
+    value = to_native(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def write(bench: Benchmark, runs, out: Path, *, retention: float | None, resamples: int, seed: int, references: bool,
           intro: str = "", min_pairs: int = 20) -> Path:
     from histbench.eval.report import ReportSection, write_report
@@ -43,16 +59,15 @@ def write(bench: Benchmark, runs, out: Path, *, retention: float | None, resampl
 
     entries = prepare(bench, runs, retention=retention, resamples=resamples, seed=seed, references=references)
     parts = build_parts(bench, entries, out / "figures", link_prefix="figures/", h="###", min_pairs=min_pairs)
-    sections = [ReportSection(p.title, p.markdown, p.figures, p.data) for p in parts]
+    sections = [ReportSection(p.title, p.markdown, p.figures, json_safe(p.data)) for p in parts]
     settings = {"retention": retention, "resamples": resamples, "seed": seed, "min_pairs": min_pairs}
     sections.append(ReportSection("All numbers", "Every cell of every run (estimate, interval, pairs) is in "
                                   "`report.json` and `chronoculture_results.json`.", data={"settings": settings}))
     index = write_report(sections, out, TITLE, intro)
     results = {"dataset": bench.identity, "settings": settings, "runs": {e.label: results_entry(e) for e in entries}}
-    from histbench.core.schema import to_native
-
     (out / "chronoculture_results.json").write_text(
-        json.dumps(to_native(results), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        json.dumps(json_safe(results), indent=1, ensure_ascii=False, default=str, allow_nan=False) + "\n",
+        encoding="utf-8")
     return index
 
 
@@ -175,7 +190,7 @@ def demo(built, work_dir: Path, report_dir: Path, model: str = DEMO_MODEL, model
         intro += f"\n\n**{note}** The tables below show the reference runs only."
     markdown = "\n\n".join([intro, *[f"### {p.title}\n\n{p.markdown}" for p in parts]])
     figures = [f for p in parts for f in p.figures]
-    data = {p.title: p.data for p in parts}
+    data = {p.title: json_safe(p.data) for p in parts}
     title = (f"ChronoCulture: {label} on a stratified sample, and reference runs" if model_entry is not None
              else "ChronoCulture reference runs")
     return ReportSection(title, markdown, figures, data, runs=[p.run_dir for p in runs if p.run_dir is not None])

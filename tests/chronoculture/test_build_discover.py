@@ -32,7 +32,7 @@ def _wvs_with_extras(wvs_file, happy_counts):
     n = len(df)
     wave, country = df["S002VS"].to_numpy(), df["S003"].to_numpy()
     rng = np.random.default_rng(3)
-    df["A009"] = rng.integers(1, 6, n).astype(float)  # a new question: 5 labelled codes, both waves, both countries
+    df["A099"] = rng.integers(1, 6, n).astype(float)  # a new question: 5 labelled codes, both waves, both countries
     df["X001"] = rng.integers(1, 3, n).astype(float)  # demographic
     df["A010"] = np.where(wave == 3, 5.0, 1.0)  # code 5 used but not labelled
     df["A011"] = 2.0  # codes 1, 2, 7: not consecutive
@@ -42,11 +42,11 @@ def _wvs_with_extras(wvs_file, happy_counts):
     df["F028"] = rng.integers(1, 8, n).astype(float)  # behaviour frequency
     labels = dict(meta.variable_value_labels)
     five = {1: "Very good", 2: "Good", 3: "Fair", 4: "Poor", 5: "Very poor", -1: "Don't know", -4: "Not asked"}
-    labels.update({"A009": five, "X001": {1: "Male", 2: "Female"}, "A010": {1: "Good", 2: "Fair", 3: "Poor"},
+    labels.update({"A099": five, "X001": {1: "Male", 2: "Female"}, "A010": {1: "Good", 2: "Fair", 3: "Poor"},
                    "A011": {1: "Yes", 2: "No", 7: "Other"}, "A012": five, "A013": five, "A014": five,
                    "F028": {i: f"f{i}" for i in range(1, 8)}})
     pyreadstat.write_sav(pd.DataFrame(df), path, variable_value_labels=labels,
-                         column_labels={"A008": "Feeling of happiness", "A009": "State of health (subjective)",
+                         column_labels={"A008": "Feeling of happiness", "A099": "State of health (subjective)",
                                         "F028": "How often do you attend religious services"})
     return path
 
@@ -60,11 +60,11 @@ def test_discover_wvs_attaches_registry_questions_and_screens_candidates(wvs_fil
     draft = yaml.safe_load(text)
     assert {q["id"] for q in draft["wvs"]["questions"]} >= {"wvs_A008", "wvs_C001"}  # the registry, copied
     candidates = {c["variable"]: c for c in draft["wvs"]["candidates"]}
-    assert sorted(candidates) == ["A009"]
-    a009 = candidates["A009"]
-    assert a009["draft"] is True and a009["category"] is None and a009["text"] == "State of health (subjective)"
-    assert a009["waves_asked"] == [3, 7] and [o["code"] for o in a009["options"]] == [1, 2, 3, 4, 5]
-    assert a009["invalid_codes"] == [-4, -1]
+    assert sorted(candidates) == ["A099"]
+    a099 = candidates["A099"]
+    assert a099["draft"] is True and a099["category"] is None and a099["text"] == "State of health (subjective)"
+    assert a099["waves_asked"] == [3, 7] and [o["code"] for o in a099["options"]] == [1, 2, 3, 4, 5]
+    assert a099["invalid_codes"] == [-4, -1]
     header = text.split("\nformat:")[0]
     for reason in ("identifier_or_demographic: 5", "unlabelled_codes_used: 1", "answer_codes_not_consecutive: 1",
                    "asked_in_fewer_than_2_waves: 1", "asked_in_one_country_only: 1", "scale_differs_between_waves: 1",
@@ -72,14 +72,14 @@ def test_discover_wvs_attaches_registry_questions_and_screens_candidates(wvs_fil
         assert reason in header, reason
     # the written registry loads as it is (candidates are not built), and a curated candidate builds
     registry = load_registry(out)
-    assert registry.candidates == 1 and "wvs_A009" not in {q.id for q in registry.wvs_questions}
-    a009.pop("draft")
-    a009.update(category="Family, health, and social attitudes", text="All in all, how would you describe your health?")
-    mine = {"format": draft["format"], "wvs": {**draft["wvs"], "questions": [a009], "candidates": []}}
+    assert registry.candidates == 1 and "wvs_A099" not in {q.id for q in registry.wvs_questions}
+    a099.pop("draft")
+    a099.update(category="Family, health, and social attitudes", text="All in all, how would you describe your health?")
+    mine = {"format": draft["format"], "wvs": {**draft["wvs"], "questions": [a099], "candidates": []}}
     curated = tmp_path / "curated.yaml"
     curated.write_text(yaml.safe_dump(mine, sort_keys=False))
     result = build(wvs=path, registry=curated)
-    assert sorted(p["pair_id"] for p in result["pairs"]) == ["wvs_A009__CAN", "wvs_A009__DEU"]
+    assert sorted(p["pair_id"] for p in result["pairs"]) == ["wvs_A099__CAN", "wvs_A099__DEU"]
 
 
 def test_discover_issp_pins_sources_and_drafts_combined_country_codes(tmp_path, build):

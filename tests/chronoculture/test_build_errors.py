@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyreadstat
 import pytest
@@ -284,3 +285,33 @@ def test_labelled_issp_csv_export(issp_file, build, registry_file, tmp_path):
     pair = out["pairs"][0]
     assert pair["G_old"] == pytest.approx(pair["G_new"]) and pair["n_new"] == 600
     assert out["summary"]["exclusions"]["invalid_answers"]["ISSP"] == {"8": 60}
+
+
+def test_labelled_csv_export_of_a_ten_point_scale(build, registry_data, registry_file, tmp_path):
+    """A WVS CSV exported with labels writes the ends of a 10-point item as their words ("Completely
+    dissatisfied", "Completely satisfied") and the points between as numbers: the ends map to 1 and 10
+    through the scale's end labels (was: the build stopped, the registry's labels being "1 (...)")."""
+    registry_data["wvs"]["questions"] = [{
+        "id": "wvs_A170", "variable": "A170", "topic": "Perceptions of life",
+        "category": "Family, health, and social attitudes", "text": "How satisfied are you with your life?",
+        "scale": {"from": 1, "to": 10, "low": "completely dissatisfied", "high": "completely satisfied",
+                  "high_aliases": ["Satisfied"]}}]
+    rng = np.random.default_rng(3)
+    rows = []
+    for wave, year, p in ((3, 1996, np.linspace(1, 2, 10)), (7, 2018, np.linspace(2, 1, 10))):
+        answers = rng.choice(np.arange(1, 11), size=700, p=p / p.sum())
+        rows += [{"S002VS": wave, "S003": 124, "S020": year, "S017": 1.0, "A170": a} for a in answers]
+    rows[-1]["A170"] = 10
+    numeric = tmp_path / "numeric.csv"
+    pd.DataFrame(rows).to_csv(numeric, index=False)
+    labelled = tmp_path / "labelled.csv"
+    frame = pd.DataFrame(rows)
+    frame["A170"] = frame["A170"].map(lambda a: {1: "Completely dissatisfied", 10: "Completely satisfied"}.get(a, str(a)))
+    frame.loc[frame.index[-1], "A170"] = "satisfied"  # another wording the registry gives for 10
+    frame.to_csv(labelled, index=False)
+    registry = registry_file(registry_data)
+    a, b = build(wvs=numeric, registry=registry), build(wvs=labelled, registry=registry)
+    assert len(b["pairs"]) == 1 and b["pairs"][0]["G_old"] == pytest.approx(a["pairs"][0]["G_old"])
+    assert b["pairs"][0]["G_new"] == pytest.approx(a["pairs"][0]["G_new"])
+    ends = int((frame["A170"].str.len() > 2).sum())
+    assert b["summary"]["exclusions"]["respondents_per_file"][0]["csv_answers_mapped_from_labels"] == {"A170": ends}

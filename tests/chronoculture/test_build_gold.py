@@ -86,3 +86,105 @@ def test_groups_are_tabulated_independently_with_weights():
         expected = [weight[mask & (answers == c)].sum() / weight[mask].sum() for c in (1, 2, 3, 4)]
         assert table.gold(g) == pytest.approx(expected, abs=1e-12)
         assert table.n_valid[g] == mask.sum()
+
+
+@pytest.mark.parametrize("negative_invalid", [False, True])
+def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid):
+    """The lookup-table path (integer codes) and the sorted-code path give the same tabulation, bit for
+    bit: empty answers, negative and invalid codes, a not-asked code, codes that are neither option nor
+    invalid, two codes forming one option, unusable weights, respondents in no group."""
+    from histbench.builders.chronoculture.gold import _code_flags, _tabulate_sorted
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    group = rng.integers(-1, 6, n)
+    weight = rng.uniform(0.2, 2.0, n)
+    weight[rng.random(n) < 0.02] = np.nan
+    weight[rng.random(n) < 0.01] = 0.0
+    weight[rng.random(n) < 0.01] = -1.0
+    answers = rng.choice([-5, -4, -2, -1, 1, 2, 3, 4, 5, 7, 8, 9, 97, np.nan], n,
+                         p=[.02, .05, .02, .03, .2, .2, .15, .15, .1, .01, .03, .02, .01, .01])
+    answers[group == 4] = -4.0  # one group never asked
+    options, invalid, not_asked = [(1.0, 2.0), (3.0,), (4.0,), (5.0,)], (8.0, 9.0, -1.0), (-4.0,)
+    index = _index(group, weight)
+    fast = tabulate(answers, index, options, invalid, not_asked, negative_invalid=negative_invalid,
+                    min_respondents=100)
+    slow = _tabulate_sorted(answers.astype(float), index, len(options), _code_flags(options, invalid, not_asked),
+                            negative_invalid, 100)
+    assert fast.totals.tobytes() == slow.totals.tobytes()
+    for name in ("n_valid", "counts"):
+        assert getattr(fast, name).tolist() == getattr(slow, name).tolist()
+    assert fast.status == slow.status and "not_asked" in fast.status
+    assert fast.invalid_codes == slow.invalid_codes and fast.unregistered_codes == slow.unregistered_codes
+    assert fast.unregistered_codes[97] > 0 and fast.missing_answers == slow.missing_answers > 0
+    assert {c: v.tolist() for c, v in fast.unregistered_by_group.items()} == {
+        c: v.tolist() for c, v in slow.unregistered_by_group.items()}
+    for g, status in enumerate(fast.status):  # the shares of all groups at once, bit for bit each row's own
+        if status is None:
+            assert fast.gold(g).tobytes() == (slow.totals[g] / slow.totals[g].sum()).tobytes()
+    ten = tabulate(rng.integers(1, 11, n).astype(float), index, [(float(c),) for c in range(1, 11)], ())
+    for g in range(index.n_groups):
+        row = ten.totals[g]
+        assert ten.gold(g).tobytes() == (row / row.sum()).tobytes()
+    decimals = np.where(answers == 5, 4.5, answers)  # a decimal code: the sorted path
+    assert tabulate(decimals, index, options, invalid, not_asked).unregistered_codes[4.5] > 0
+
+
+# ---------------------------------------------------------------- West and East Germany pooled (GESIS factors)
+def _two_german_samples(tmp_path, name: str, west: dict, east: dict):
+    """An ISSP-style .sav: sample v3 = 2 (West Germany) or 3 (East), weight v342 (2 and 1.5), item v49."""
+    import pandas as pd
+    import pyreadstat
+
+    from .conftest import ROG, counts_to_codes
+
+    frames = []
+    for code, counts, w in ((2, west, 2.0), (3, east, 1.5)):
+        answers = counts_to_codes(counts)
+        frames.append(pd.DataFrame({"v3": float(code), "v342": w, "v49": answers}))
+    path = tmp_path / name
+    pyreadstat.write_sav(pd.concat(frames, ignore_index=True), path,
+                         variable_value_labels={"v3": {2: "D-W", 3: "D-E"}, "v49": ROG})
+    return path
+
+
+def test_reunification_factors_reach_the_gold_distribution(tmp_path, build, registry_data, registry_file):
+    """GESIS publishes factors for pooling the West and East German samples (ISSP 1995: West x 1.19455,
+    East x 0.59238, quoted by martinlukk/boundary-consolidation 01-clean-issp95.do from GESIS's
+    Weighting_ISSP1995_english.pdf). The pooled DEU distribution is the weighted mix with the file's
+    weight times the factor; the study without factors pools the samples with their own weights."""
+    west = {1: 600, 2: 300, 3: 80, 4: 20}   # 1,000 West respondents, weight 2
+    east = {1: 100, 2: 200, 3: 300, 4: 400}  # 1,000 East respondents, weight 1.5 (oversampled)
+    factors = {2: 1.19455, 3: 0.59238}
+    registry_data["issp"]["studies"][0]["country"]["map"] = {2: "DEU", 3: "DEU"}
+    registry_data["issp"]["studies"][1]["country"]["map"] = {2: "DEU", 3: "DEU"}
+    registry_data["issp"]["studies"][0]["weight"] = "v342"
+    registry_data["issp"]["studies"][1]["weight"] = "v342"
+    registry_data["issp"]["studies"][1]["reunification"] = {
+        "variable": "v3", "factors": factors, "document": "GESIS Weighting_ISSP1995_english.pdf"}
+    registry_data["issp"]["questions"][0]["sources"] = {"ZA1950": "v49", "ZA2900": "v49"}
+    older = _two_german_samples(tmp_path, "ZA1950.sav", west, east)
+    newer = _two_german_samples(tmp_path, "ZA2900.sav", west, east)
+    out = build(issp=[older, newer], registry=registry_file(registry_data))
+    pair = out["pairs"][0]
+    w_counts, e_counts = np.array(list(west.values()), float), np.array(list(east.values()), float)
+    plain = 2.0 * w_counts + 1.5 * e_counts
+    pooled = 2.0 * factors[2] * w_counts + 1.5 * factors[3] * e_counts
+    assert pair["G_old"] == pytest.approx((plain / plain.sum()).tolist(), abs=1e-12)
+    assert pair["G_new"] == pytest.approx((pooled / pooled.sum()).tolist(), abs=1e-12)
+    # East Germany's share of the pooled weight falls from 43% to about 27% with the factors
+    east_share = 1.5 * factors[3] * 1000 / (2.0 * factors[2] * 1000 + 1.5 * factors[3] * 1000)
+    assert east_share == pytest.approx(0.2711, abs=1e-4)
+    files = {f["file"]: f for f in out["summary"]["exclusions"]["respondents_per_file"]}
+    assert files["ZA1950.sav"]["reunification_factors"] is None
+    assert files["ZA2900.sav"]["reunification_factors"]["respondents"] == {"2": 1000, "3": 1000}
+    assert "reunification factors by v3" in files["ZA2900.sav"]["variables"]["weight"]
+
+
+def test_reunification_factors_need_their_document(registry_data, registry_file):
+    from histbench.builders.chronoculture.registry import load_registry
+    from histbench.core.errors import SourceError
+
+    registry_data["issp"]["studies"][1]["reunification"] = {"variable": "v3", "factors": {2: 1.2, 3: 0.6}}
+    with pytest.raises(SourceError, match="ZA2900: reunification needs a variable, the factors"):
+        load_registry(registry_file(registry_data))

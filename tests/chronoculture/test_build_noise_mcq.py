@@ -13,6 +13,7 @@ from histbench.builders.chronoculture.pairs import (
     NOISE_RESPONDENTS,
     Cell,
     build_records,
+    pair_noise,
     pair_rng,
     sampling_noise,
 )
@@ -47,6 +48,35 @@ def test_noise_seed_depends_on_build_seed_and_pair_only():
     assert a == sampling_noise([0.5, 0.5], None, pair_rng(0, "wvs_A165__CAN"))
     assert a != sampling_noise([0.5, 0.5], None, pair_rng(1, "wvs_A165__CAN"))
     assert a != sampling_noise([0.5, 0.5], None, pair_rng(0, "wvs_A165__DEU"))
+
+
+# (G_old, option values, pair id, build seed) -> (median, p95) as float.hex(), computed pair by pair
+# (one noise_distances call per pair) before the noise of all pairs was computed at once
+PINNED_NOISE = [
+    (([0.1, 0.4, 0.3, 0.2], None, "wvs_A165__CAN", 0), ("0x1.26e978d4fdf3bp-6", "0x1.4237fa89e60f0p-5")),
+    (([0.5, 0.5], None, "issp_x__DEU", 0), ("0x1.6872b020c49bap-6", "0x1.fcb923a29c775p-5")),
+    (([0.05, 0.1, 0.15, 0.2, 0.2, 0.1, 0.05, 0.05, 0.05, 0.05], None, "wvs_A170__JPN", 7),
+     ("0x1.16872b020c49cp-6", "0x1.063c2a6a96471p-5")),
+    (([0.2, 0.3, 0.5], [1, 2, 4], "issp_v__USA", 0), ("0x1.31d5acb6f4651p-6", "0x1.9fe16aa1edb41p-5")),
+    (([1.0, 0, 0, 0, 0], None, "issp_deg__GBR", 3), ("0x0.0p+0", "0x0.0p+0")),
+    (([0.3, 0.0, 0.7], [0, 5, 10], "wvs_E__FRA", 11), ("0x1.0624dd2f1a9fcp-6", "0x1.aacd9e83e4256p-5")),
+]
+
+
+def test_noise_of_all_pairs_at_once_gives_the_numbers_of_one_pair_at_a_time():
+    """F.4 computed for every pair together (pair_noise) draws each pair from its own seeded generator
+    and gives, bit for bit, the numbers the pair-by-pair computation gave (pinned) and gives now."""
+    for (gold, values, pid, seed), pinned in PINNED_NOISE:
+        [(median, p95)] = pair_noise([np.array(gold)], [values], [pid], seed).tolist()
+        assert (median.hex(), p95.hex()) == pinned
+        assert (median, p95) == sampling_noise(gold, values, pair_rng(seed, pid))
+    rng = np.random.default_rng(5)
+    golds = [rng.dirichlet(np.ones(k)) for k in rng.choice([2, 3, 4, 5, 7, 10], 300)]
+    values = [None if i % 3 else list(range(1, len(g) + 1)) for i, g in enumerate(golds)]
+    ids = [f"q{i % 17}__{i}" for i in range(len(golds))]
+    together = pair_noise(golds, values, ids, 9).tolist()
+    assert together == [list(sampling_noise(g, v, pair_rng(9, pid))) for g, v, pid in zip(golds, values, ids, strict=True)]
+    assert pair_noise(golds[::-1], values[::-1], ids[::-1], 9).tolist() == together[::-1]
 
 
 def _question(qid="issp_q", k=4):
@@ -126,3 +156,13 @@ def test_noise_columns_and_above_p95_flag():
     # fewer draws are allowed (recorded as a build option) and change the estimate
     fewer, _ = _records(spec, noise_draws=20)
     assert fewer["pairs"][0]["noise_p95"] != configs["pairs"][0]["noise_p95"]
+
+
+def test_records_come_in_the_schema_column_order():
+    """build_records writes every config's columns in its schema's order (the builder then
+    leaves the records as they are)."""
+    configs, _ = _records({"AUS": ([0.2, 0.3, 0.3, 0.2], [0.21, 0.3, 0.3, 0.19]),
+                           "FRA": ([0.7, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 0.7])})
+    for name, records in configs.items():
+        order = list(Resources.default().schema("chronoculture", name)["properties"])
+        assert records and all(list(record) == order for record in records), name

@@ -32,7 +32,8 @@ QUESTIONS = {q.id: q for q in REGISTRY.issp_questions}
 STUDIES = {s.id: s for s in REGISTRY.studies}
 EVIDENCE = yaml.safe_load((SOURCES / "issp_evidence.yaml").read_text(encoding="utf-8"))
 DOCUMENTS = EVIDENCE["documents"]
-FIRST_VERSION = {"ZA1490", "ZA1950", "ZA2900"}  # pinned since the registry's first version (no document re-read)
+# pinned since the registry's first version, shown by no document re-read (the evidence lists them)
+FIRST_VERSION = {(p["study"], p["question"], p["variable"]) for p in EVIDENCE["first_version_pins"]}
 FORMS = {"exact", "codebook", "label_to_name", "retyped", "none"}
 BATTERY = re.compile(r"^(?:optional\s+)?q(\d+)[a-z]?\b", re.IGNORECASE)
 
@@ -84,7 +85,7 @@ def test_registry_pins_exactly_the_pinned_evidence():
     pinned_registry, pinned_evidence = set(), set()
     for question in REGISTRY.issp_questions:
         for source in question.sources:
-            if source.study not in FIRST_VERSION:
+            if (source.study, question.id, source.variable) not in FIRST_VERSION:
                 pinned_registry.add((source.study, question.id, source.variable, source.invalid_codes))
     for sid in EVIDENCE["studies"]:
         for entry in entries(sid):
@@ -94,6 +95,9 @@ def test_registry_pins_exactly_the_pinned_evidence():
                 invalid = tuple(float(c) for c in entry["invalid_codes"]) if "invalid_codes" in entry else None
                 pinned_evidence.add((sid, entry["question"], entry["variable"], invalid))
     assert pinned_registry == pinned_evidence
+    for study, qid, variable in FIRST_VERSION:
+        assert QUESTIONS[qid].source_for(study).variable == variable
+    assert len(FIRST_VERSION) == 2  # ZA2900 v37 and v40: nothing else is pinned without a document
 
 
 def test_country_and_weight_are_those_pilerdb_reads_from_the_real_files():
@@ -153,7 +157,8 @@ def test_label_patterns_find_each_real_label_and_nothing_else(tmp_path, study_id
     path = tmp_path / f"{study_id}_evidence.sav"
     pyreadstat.write_sav(pd.DataFrame(columns), path, column_labels=labels, variable_value_labels=values)
     meta = read_meta(path)
-    module = [q for q in REGISTRY.issp_questions if q.topic == STUDIES[study_id].module and q.label]
+    module = [q for q in REGISTRY.issp_questions if q.topic == STUDIES[study_id].module and q.label
+              and study_id not in q.absent]  # the build never looks for an item the file lacks
     problems = []
     for question in module:
         found = locate_question(meta, question)
@@ -268,20 +273,111 @@ def test_pinned_sample_file_uses_the_real_2016_names():
                    for v in ("v21", "v23", "v24", "v26")])
 
 
+def recorded_labels(study_id) -> dict[str, str]:
+    """{variable (or the label itself when the document names no variable): label as the file holds it}."""
+    return {e["variable"] or label_text(e): label_text(e) for e in entries(study_id) if e.get("label")}
+
+
+def ambiguous_patterns(questions, studies) -> list[str]:
+    """Each (study, question) whose label pattern matches more than one labelled item of the study
+    (value labels aside: a pattern that only the value labels keep apart is a defect)."""
+    out = []
+    for sid in studies:
+        labels = recorded_labels(sid)
+        for question in questions:
+            if question.topic != STUDIES[sid].module or not question.label:
+                continue
+            hits = sorted(v for v, text in labels.items() if question.label_pattern.search(text))
+            if len(hits) > 1:
+                out.append(f"{sid} {question.id}: {', '.join(hits)}")
+    return out
+
+
+def test_a_label_pattern_matches_at_most_one_labelled_item_of_a_study():
+    """Issue 25: over every label the evidence records (the whole variable lists of ZA1490, ZA1950,
+    and the module items of ZA4950 and ZA5400 among them), no pattern matches two items of one study."""
+    studies = [s for s in EVIDENCE["studies"] if recorded_labels(s)]
+    assert {"ZA1490", "ZA1950", "ZA4950", "ZA5400"} <= set(studies)
+    assert ambiguous_patterns(REGISTRY.issp_questions, studies) == []
+    # the check catches what it is for: the patterns of the previous registry matched both the
+    # responsibility and the spending item ("health": RESP:HEALTH CARE F SICK and GOVT SPEND:HEALTH)
+    import dataclasses
+
+    old = dataclasses.replace(QUESTIONS["issp_rog_health"], label="health")
+    assert ambiguous_patterns([old], ["ZA1490"]) == ["ZA1490 issp_rog_health: V103, V83"]
+
+
+def test_complete_files_leave_nothing_to_the_patterns():
+    """Where the document is the whole file (ZA1490, ZA1950), every question of the module is pinned to
+    a variable it shows or marked absent with the reason; the registry's `absent` is the evidence's."""
+    complete = [sid for sid, study in EVIDENCE["studies"].items() if study.get("complete")]
+    assert complete == ["ZA1490", "ZA1950"]
+    for sid in complete:
+        names = {e["variable"] for e in entries(sid)}
+        absent = EVIDENCE["studies"][sid].get("absent") or {}
+        for question in REGISTRY.issp_questions:
+            if question.topic != STUDIES[sid].module:
+                continue
+            source = question.source_for(sid)
+            assert (source is not None) != (question.id in absent), (sid, question.id)
+            assert source is None or source.variable in names, (sid, question.id)
+            assert (sid in question.absent) == (question.id in absent), (sid, question.id)
+            assert question.id not in absent or absent[question.id].strip(), (sid, question.id)
+    for question in REGISTRY.issp_questions:  # nothing is absent without a whole-file document
+        assert set(question.absent) <= set(complete), question.id
+
+
+def test_no_absent_question_is_looked_for():
+    for sid in ("ZA1490", "ZA1950"):
+        asked = {q.id for q, _ in REGISTRY.questions_of(STUDIES[sid])}
+        assert not asked & set(EVIDENCE["studies"][sid]["absent"]), sid
+
+
 def coverage_rows():
-    """(module year, study, pinned, labels checked, country / weight, status) per study, in module order."""
+    """(module year, study, pinned, absent, found by label, labels checked, country / weight, status) per
+    study, in module order; cumulations count no combination (they repeat the module years)."""
+    from histbench.builders.chronoculture.evidence import coverage
+
+    by_study = {row.study: row for row in coverage(REGISTRY, EVIDENCE).studies}
     order = list(dict.fromkeys(s.module for s in REGISTRY.studies))
     for module in order:
         questions = [q for q in REGISTRY.issp_questions if q.topic == module]
         for study in sorted((s for s in REGISTRY.studies if s.module == module),
                             key=lambda s: (s.year.fixed or 9999, s.id)):
-            pinned = sum(1 for q in questions if q.source_for(study.id))
+            row = by_study.get(study.id)
             checked = sum(1 for e in entries(study.id) if e.get("label") and e.get("question"))
             country = "auto" if study.country.auto else study.country.variable
             weight = "auto" if study.weight_auto else study.weight
-            status = "pinned" if pinned else ("pattern checked" if checked else "unchecked")
-            yield (f"{module} {study.year.fixed or 'cumulation'}", study.id, f"{pinned} of {len(questions)}",
-                   str(checked), f"{country} / {weight}", status)
+            if row is None:
+                counts = ("-", "-", f"all {len(questions)}")
+                status = "unchecked"
+            else:
+                counts = (str(len(row.pinned)), str(len(row.absent)), str(len(row.pattern)))
+                status = ("whole file" if EVIDENCE["studies"][study.id].get("complete") else
+                          "pinned" if row.pinned else "pattern checked" if checked else "unchecked")
+            yield (f"{module} {study.year.fixed or 'cumulation'}", study.id, *counts, str(checked),
+                   f"{country} / {weight}", status)
+
+
+def coverage_summary() -> str:
+    from histbench.builders.chronoculture.evidence import coverage
+
+    c = coverage(REGISTRY, EVIDENCE)
+    return (f"{c.pinned} of the {c.asked} question x module-year combinations the files ask are pinned "
+            f"({100 * c.pinned / c.asked:.1f}%; {c.combinations} combinations of every question with every module "
+            f"year of its module, {c.absent} of them documented absent, {c.pattern} left to the label patterns)")
+
+
+def pattern_lists() -> list[str]:
+    """The docs' list of every question left to its label pattern, per module file, with the reason."""
+    from histbench.builders.chronoculture.evidence import coverage
+
+    lines = []
+    for row in coverage(REGISTRY, EVIDENCE).studies:
+        if row.pattern:
+            lines.append(f"- **{row.study}** ({row.module} {row.year}, {len(row.pattern)}): "
+                         f"{', '.join(q.removeprefix('issp_') for q in row.pattern)}. Why: {row.why}")
+    return lines
 
 
 def test_docs_coverage_table_is_the_registry_and_the_evidence():
@@ -289,9 +385,38 @@ def test_docs_coverage_table_is_the_registry_and_the_evidence():
     table = [tuple(cell.strip() for cell in line.strip("|").split("|"))
              for line in docs.splitlines() if re.match(r"\| [A-Z][A-Za-z ]+ (\d{4}|cumulation) \| ZA\d+ \|", line)]
     assert table == list(coverage_rows())
+    assert " ".join(coverage_summary().split()) in " ".join(docs.split())
+    listed = [line for line in docs.splitlines() if re.match(r"- \*\*ZA\d+\*\* \(", line)]
+    assert listed == pattern_lists()
     variables = [e for s in EVIDENCE["studies"] for e in entries(s)]
     counts = (sum(1 for e in variables if e["variable"]), sum(1 for e in variables if e["label"]),
               sum(1 for e in variables if e["label"] and e["question"]), sum(1 for e in variables if e.get("pin")))
-    assert f"{counts[0]} variable names and {counts[1]} labels are recorded; {counts[2]} labels" in docs
+    assert f"{counts[0]} variable names and {counts[1]} labels are recorded; {counts[2]} labels" in " ".join(docs.split())
     pinned_files = {s for s in EVIDENCE["studies"] for e in entries(s) if e.get("pin")}
-    assert f"{counts[3]} question\nvariables in {len(pinned_files)} files" in docs
+    assert f"{counts[3]} question variables in {len(pinned_files)} files" in " ".join(docs.split())
+
+
+def test_wvs_entries_cite_the_variable_list_they_were_checked_against():
+    """Issue 25: every WVS question names the list its variable was checked against. Where a public
+    catalogue of the time-series file shows the variable, the entry quotes its label and document (and
+    the per-wave questionnaire positions where the crosswalk gives them); the rest say no document
+    reachable here quotes them."""
+    wvs = EVIDENCE["wvs"]
+    for doc in wvs["documents"].values():
+        assert doc["where"].startswith("GitHub ") and doc["what"]
+    cited = 0
+    for question in REGISTRY.wvs_questions:
+        entry = wvs["variables"].get(question.variable)
+        if entry is None:
+            assert question.evidence == (f"{question.variable}: named as in the WVS time-series variable list, "
+                                         "not quoted by a public document reachable here"), question.id
+            continue
+        cited += 1
+        assert entry["document"] in wvs["documents"]
+        assert f"{question.variable} '{entry['label']}'" in question.evidence, question.id
+        if "waves" in entry:
+            assert entry["waves"] in question.evidence and entry["waves_document"] in wvs["documents"]
+    assert cited == len(wvs["variables"]) == 23
+    # the crosswalk's scale ends: E037 runs from people's responsibility (1) to the government's (10)
+    e037 = next(q for q in REGISTRY.wvs_questions if q.variable == "E037")
+    assert e037.options[0].label.startswith("1 (people") and e037.options[-1].label.startswith("10 (government")

@@ -186,3 +186,27 @@ def test_country_table_errors(tmp_path):
     path.write_text("iso_numeric,alpha3,name\n36,AUS,Australia\n")
     with pytest.raises(SourceError, match="lacks columns"):
         CountryTable.load(path)
+
+
+def test_registry_size_and_table_4_categories_are_within_15_percent_of_the_paper():
+    """Issue 25: at least 400 questions, each Table 4 category within 15% of the paper's count (3.2,
+    Table 4), and every question added for the issue says why it qualifies and what shows it."""
+    from histbench.builders.chronoculture.builder import PAPER_TABLE_4
+
+    registry = load_registry(SOURCES / "registry.yaml")
+    assert len(registry.questions) >= 400
+    counts = {c: sum(q.category == c for q in registry.questions) for c in PAPER_TABLE_4}
+    for category, paper in PAPER_TABLE_4.items():
+        assert abs(counts[category] - paper) <= 0.15 * paper, (category, counts[category], paper)
+    assert sum(PAPER_TABLE_4.values()) == 408
+    # every WVS entry and every ISSP question added since (those with an evidence field) cite a document
+    assert all(q.evidence for q in registry.wvs_questions)
+    import re
+
+    years = {s.id: s.year.fixed for s in registry.studies}
+    added = [q for q in registry.issp_questions if q.evidence]
+    assert len(added) == 64
+    for q in added:  # a study the document shows, and two module years at least (repeated, 3.2)
+        assert re.search(r"\bZA\d{4,5}\b", q.evidence), q.id
+        named = {int(y) for y in re.findall(r"\b(?:19|20)\d\d\b", q.evidence)} | {years[s.study] for s in q.sources}
+        assert len(named) >= 2, (q.id, q.evidence)

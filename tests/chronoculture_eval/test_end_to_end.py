@@ -144,7 +144,13 @@ def test_eval_interrupted_resumed_and_reported(chat_server, synthetic_build, syn
         assert (report / "figures" / name).stat().st_size > 1000, name
 
     # The report's numbers are the analysis of exactly the scripted distributions.
-    results = json.loads((report / "chronoculture_results.json").read_text())
+    def no_nan(token):
+        raise AssertionError(f"{token} is not JSON")
+
+    results = json.loads((report / "chronoculture_results.json").read_text(), parse_constant=no_nan)
+    json.loads((report / "report.json").read_text(), parse_constant=no_nan)
+    # an undefined cell is null: the uniform run never changes its prediction, so no ratio is defined
+    assert results["runs"]["uniform"]["cells"]["rf2.default.strong.median_ratio"]["estimate"] is None
     model = results["runs"]["loopback-model"]
     assert model["counts"]["excluded_invalid_undated"] == 1
     from histbench.core.dataset import BuiltDataset

@@ -194,9 +194,21 @@ def test_modal_answer_sentences_a5(text, index):
     assert r.ok and r.index == index, (text, r)
 
 
+@pytest.mark.parametrize(("text", "index"), [
+    ("Answer: b", 1), ("answer: B", 1), ('{"answer": "b"}', 1), ("the answer is c.", 2), ("b", 1), ("(d)", 3),
+    ("b) Agree", 1), ("Answer: a", 0),
+])
+def test_modal_answer_letter_in_either_case_a5(text, index):
+    """The prompt asks for {"answer": "<letter>"}: where the format puts the letter, its case does not matter."""
+    r = parse_choice(text, OPTIONS, LETTERS)
+    assert r.ok and r.index == index, (text, r)
+
+
 def test_modal_answer_sentences_that_stay_invalid_a5():
-    # a lower-case letter is not a key (the article "a"), and two options named is no answer
-    assert not parse_choice("the answer is b", OPTIONS, LETTERS).ok
+    # in prose a lower-case letter is not a key (the article "a"), and two options named is no answer
+    assert not parse_choice("The answer is a good question.", OPTIONS, LETTERS).ok
+    assert not parse_choice("I think a majority would say so", OPTIONS, LETTERS).ok
+    assert parse_choice("The answer is A or b.", OPTIONS, LETTERS).error == "the answer names more than one option"
     assert parse_choice("The answer is A or B.", OPTIONS, LETTERS).error == "the answer names more than one option"
     assert not parse_choice("I cannot tell.", OPTIONS, LETTERS).ok
     # a key with another option's label names two options

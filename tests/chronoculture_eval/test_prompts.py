@@ -43,6 +43,27 @@ def test_user_prompt_content_follows_3_7_and_a4():
     assert "2012" in dated and not re.search(r"\b(19|20)\d\d\b", undated)
 
 
+@pytest.mark.parametrize("text", ["In $year, $country: ${question}\n$options", "$$5 and $x$$", "", "plain text",
+                                  "ends with $", "bad $1 placeholder", "${x}${x}$year"])
+def test_templates_render_as_string_template_substitute(text):
+    """The build renders each template from its text and placeholders split once; the result,
+    and the error for an unknown or malformed placeholder, are string.Template.substitute's."""
+    import string
+
+    from histbench.builders.chronoculture.prompts import _Compiled
+
+    for values in ({"year": 1999, "country": "Peru", "question": "Q?", "options": "- a", "x": "X"}, {"year": 2}):
+        try:
+            expected = string.Template(text).substitute(**values)
+        except (KeyError, ValueError) as exc:
+            expected = repr(exc)
+        try:
+            got = _Compiled(string.Template(text)).render(values)
+        except (KeyError, ValueError) as exc:
+            got = repr(exc)
+        assert got == expected
+
+
 @pytest.mark.parametrize("name", F3_FILES)
 def test_f3_alternative_instructions_keep_question_options_and_b1_system(name):
     """F.3: the questions and options stay the same and within a pair only the year differs."""

@@ -222,10 +222,10 @@ def test_the_api_is_quiet_unless_asked(sample_builds, monkeypatch, capsys):
 
     monkeypatch.chdir(sample_builds)
     capsys.readouterr()
-    run = histbench.evaluate("chronologic", baseline="random", out="runs/quiet")
+    run = histbench.evaluate("chronologic", baseline="random", out="runs/quiet", bootstrap=50)
     histbench.report("chronologic", run, out="reports/quiet")
     assert capsys.readouterr().out == ""
-    histbench.evaluate("chronologic", baseline="random", out="runs/loud", verbose=True)
+    histbench.evaluate("chronologic", baseline="random", out="runs/loud", bootstrap=50, verbose=True)
     histbench.report("chronologic", "runs/loud", out="reports/loud", verbose=True)
     loud = capsys.readouterr().out
     assert "random choice" in loud and "|" in loud   # the command's tables
@@ -237,7 +237,7 @@ def test_report_dataset_refuses_runs_of_another_build(sample_builds, monkeypatch
     from histbench.builders.machinery.build import get_builder
 
     monkeypatch.chdir(sample_builds)
-    assert main(["eval", "chronologic", "--baseline", "random", "--out", "runs/cl"]) == 0
+    assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--out", "runs/cl"]) == 0
     assert main(["report", "chronologic", "runs/cl", "--dataset", "build/chronologic-1.0.0", "--out", "reports/ok"]) == 0
     sample = get_builder("chronologic").manifest().sample_paths()["questions"][0]
     fewer = Path("fewer.jsonl")

@@ -186,9 +186,8 @@ def test_nothing_describes_the_project_s_own_machine_or_its_private_files():
     assert not found, "\n".join(found)
 
 
-# The benchmark pages whose decisions are one table (issue 28); italian and chronoculture join
-# when their tables land.
-DECISION_PAGES = ("chronologic", "mher", "valence", "italian")
+# The benchmark pages whose decisions are one table (issue 28; chronoculture: issue 25).
+DECISION_PAGES = ("chronologic", "mher", "valence", "italian", "chronoculture")
 DECISION_HEADER = ["decision", "paper", "authors' code", "histbench", "option"]
 PAPER_FILES = {"chronologic": "000_", "chronoculture": "001_", "mher": "002_", "italian": "003_", "valence": "004_"}
 
@@ -231,6 +230,8 @@ def test_each_benchmark_page_has_one_decision_table(name):
             assert _option_exists(option), f"{name}: {row[0]}: no option {option}"
     if name in ("mher", "valence", "italian"):   # the authors published no code
         assert {row[2] for row in rows} == {"none known"}
+    if name == "chronoculture":   # the paper announces its scripts; no copy is public
+        assert {row[2] for row in rows} == {"not public"}
 
 
 def _option_exists(option: str) -> bool:
