@@ -126,7 +126,9 @@ def _code_flags(option_codes, invalid_codes, not_asked_codes) -> dict[float, lis
 def _integer_slots(ans: np.ndarray, n_groups: int):
     """(lowest code, number of codes R, slot per respondent) where every answer is an integer or
     empty and the group x code table is small: slot = code - lowest, R for an empty answer.
-    None otherwise (answers with decimals, infinities, a very wide range of codes)."""
+    None otherwise (no answers, answers with decimals, infinities, a very wide range of codes)."""
+    if not ans.size:
+        return None
     low, high = np.fmin.reduce(ans), np.fmax.reduce(ans)  # empty answers (NaN) ignored
     if np.isnan(low):
         low = high = 0.0
