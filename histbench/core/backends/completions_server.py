@@ -34,15 +34,13 @@ from __future__ import annotations
 
 import json
 import queue
-import socket
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import _Server
+from .loopback import _JsonHandler, _Server
 
 #: prompts sharing at least this many leading tokens are run once up to the shared part
 MIN_SHARED = 16
@@ -497,21 +495,7 @@ class CompletionsServer:
     def _handler_class(self):
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
-                pass
-
-            def _send_json(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
-
+        class Handler(_JsonHandler):
             def do_GET(self):  # noqa: N802 - http.server API
                 if self.path.rstrip("/").endswith("/models"):
                     self._send_json(200, {"object": "list", "data": [
@@ -534,8 +518,7 @@ class CompletionsServer:
                     owner.bodies.append(body)
                     fault = owner._faults.pop(0) if owner._faults else None
                 if fault == "close":
-                    self.close_connection = True
-                    return self.connection.shutdown(socket.SHUT_RDWR)
+                    return self._drop()
                 if fault is not None:
                     return self._send_json(int(fault), {"error": {"message": f"injected fault {fault}"}})
                 with owner._lock:

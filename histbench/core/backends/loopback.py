@@ -62,6 +62,34 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _JsonHandler(BaseHTTPRequestHandler):
+    """What the test servers' request handlers share: HTTP/1.1 keep-alive, no stderr log,
+    JSON answers, and dropping a connection without an answer."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
+        pass
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send_json(self, status: int, payload: dict, extra_headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (extra_headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
 class LoopbackChatServer:
     """answer(messages) returns the reply text, or a dict with any of "content",
     "finish_reason", "usage", "model" (a reply shaped by the test), or raises (-> HTTP 500).
@@ -213,35 +241,12 @@ class LoopbackChatServer:
     def _handler_class(self):
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
-                pass
-
+        class Handler(_JsonHandler):
             def setup(self):
                 super().setup()
                 # headers and body go out in separate writes: without this, Nagle's algorithm
                 # and delayed ACKs hold the body back ~40 ms on loopback
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _drop(self) -> None:
-                self.close_connection = True
-                try:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-            def _send_json(self, status: int, payload: dict, extra_headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (extra_headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
 
             def do_GET(self):  # noqa: N802 - http.server API
                 if self.path.rstrip("/").endswith("/models"):
