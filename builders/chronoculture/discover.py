@@ -165,15 +165,15 @@ def discover_wvs(path: Path, registry, wave_var: str = "S002VS", country_var: st
     candidates, reasons = _screen(meta, skip)
     ids = [wave_var] + ([meta.column(country_var)] if meta.has(country_var) else [])
     frame = read_columns(meta, ids)
-    wave = frame[wave_var].to_numpy()
-    country = frame[ids[1]].to_numpy() if len(ids) > 1 else np.zeros(len(wave))
+    wave = frame[wave_var]
+    country = frame[ids[1]] if len(ids) > 1 else np.zeros(len(wave))
     in_waves = np.isin(wave, waves)
     entries = []
     for start in progress(range(0, len(candidates), CHUNK), desc="discover WVS", unit="chunk"):
         chunk = candidates[start:start + CHUNK]
         data = read_columns(meta, chunk)
         for column in chunk:
-            values = data[column].to_numpy()[in_waves]
+            values = data[column][in_waves]
             answers = sorted(answer_codes(meta.value_labels[column]))
             valid_used = np.unique(values[np.isfinite(values) & (values >= 0)])
             labelled = set(meta.value_labels[column])
@@ -289,7 +289,7 @@ def discover_issp(path: Path, registry, countries: CountryTable) -> tuple[dict, 
     candidates, reasons = _screen(meta, _issp_skip(meta, taken))
     frame = read_columns(meta, candidates) if candidates else None
     for column in candidates:
-        values = frame[column].to_numpy()
+        values = frame[column]
         used = np.unique(values[np.isfinite(values)])
         if any(float(u) not in meta.value_labels[column] for u in used):
             reasons["unlabelled_codes_used"] += 1

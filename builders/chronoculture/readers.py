@@ -183,12 +183,18 @@ def _check_id_column(meta: FileMeta, column: str, values) -> None:
 
 def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ...] = (),
                  csv_labels: dict[str, dict] | None = None, id_columns: tuple[str, ...] = (),
-                 labelled_columns: dict | None = None):
-    """A DataFrame holding only `columns`; numeric except `text_columns` (kept as strings).
+                 labelled_columns: dict | None = None) -> dict:
+    """`{column: numpy array}` for exactly `columns` (the registry's spellings, in that order):
+    float64 codes, except `text_columns` (stripped strings, "" when missing).
 
     `csv_labels` ({column: {label: code}}) maps answers a CSV export holds as text;
     `id_columns` must hold finite whole numbers; `labelled_columns`, if given, receives
     {column: number of text answers mapped} for the CSV columns that held labels.
+
+    The columns are taken out of the frame pyreadstat (or pandas, for a CSV) reads one by
+    one, as views where their type allows: selecting and renaming them as a frame would copy
+    every column once more. (pyreadstat's `output_format="dict"` is no help: it gives Python
+    lists, which cost more to turn into arrays than the frame does.)
     """
     import numpy as np
     import pandas as pd
@@ -215,25 +221,28 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
             )
         except (pyreadstat.ReadstatError, OSError, UnicodeDecodeError) as exc:
             raise SourceError(f"could not read the data ({exc})", file=path) from exc
+    out = {}
     for column in columns:
+        values = frame[column].to_numpy()
         if column in text_columns:
-            frame[column] = frame[column].astype("string").fillna("").str.strip()
+            out[wanted[column]] = frame[column].astype("string").fillna("").str.strip().to_numpy(object)
             continue
-        if frame[column].dtype.kind not in "fiub":
+        if values.dtype.kind not in "fiub":
             if meta.format == "csv":
-                frame[column], mapped = _csv_text_to_codes(meta, column, frame[column], csv_labels.get(column))
+                values, mapped = _csv_text_to_codes(meta, column, values, csv_labels.get(column))
                 if mapped and labelled_columns is not None:
                     labelled_columns[wanted[column]] = mapped
             else:
-                numbers = pd.to_numeric(frame[column], errors="coerce")
-                text = frame[column][numbers.isna() & (frame[column].astype("string").str.strip().fillna("") != "")]
+                series = pd.Series(values)
+                numbers = pd.to_numeric(series, errors="coerce")
+                text = series[numbers.isna() & (series.astype("string").str.strip().fillna("") != "")]
                 if column in id_columns and len(text):   # a year or wave of words is no missing value
                     shown = ", ".join(repr(str(v)) for v in text.drop_duplicates()[:3])
                     raise SourceError(f"{len(text):,} respondents hold text where a number is expected ({shown})",
                                       file=path, field=wanted[column])
-                frame[column] = numbers
-        if frame[column].dtype != np.float64:
-            frame[column] = frame[column].astype(np.float64)
+                values = numbers.to_numpy()
+        values = np.asarray(values, dtype=np.float64)
         if column in id_columns:
-            _check_id_column(meta, column, frame[column].to_numpy())
-    return frame.rename(columns=wanted)[requested]
+            _check_id_column(meta, column, values)
+        out[wanted[column]] = values
+    return {column: out[column] for column in requested}

@@ -271,34 +271,34 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
     frame = read_columns(meta, needed, text_columns=tuple(c for c in text if c), csv_labels=csv_labels,
                          id_columns=(v["wave"], v["year"], country_col) if country_col else (v["wave"], v["year"]),
                          labelled_columns=report.csv_text_answers)
-    report.respondents = len(frame)
+    report.respondents = len(frame[v["wave"]])
     report.variables = {"wave": v["wave"], "year": v["year"], "weight": v["weight"],
                         "country": country_col or f"{alpha_col} (alpha-3)"}
 
-    wave = frame[v["wave"]].to_numpy()
+    wave = frame[v["wave"]]
     in_waves = np.isin(wave, settings.waves)
     outside = Counter(_shown(w) if np.isfinite(w) else "missing" for w in wave[~in_waves])
     if outside:
         report.excluded["wave_outside_range"] = dict(sorted(outside.items()))
 
     if country_col is not None:
-        alpha, unmapped = _map_codes(frame[country_col].to_numpy(), countries.from_numeric)
+        alpha, unmapped = _map_codes(frame[country_col], countries.from_numeric)
     else:
-        alpha, unmapped = _map_codes(frame[alpha_col].to_numpy(), lambda c: countries.from_text(c, "alpha3"))
+        alpha, unmapped = _map_codes(frame[alpha_col], lambda c: countries.from_text(c, "alpha3"))
     unknown_in_waves = Counter()
     if unmapped:
         # count only respondents of the kept waves (the others are already counted)
         bad = (alpha == "") & in_waves
-        codes = frame[country_col or alpha_col].to_numpy()[bad]
+        codes = frame[country_col or alpha_col][bad]
         for code, n in Counter(_shown(c) if _is_number(c) else str(c) for c in codes).items():
             name = _label(meta, country_col, code) if country_col and _is_number(code) else code
             unknown_in_waves[name] += n
     if unknown_in_waves:
         report.excluded["country_not_in_table"] = dict(sorted(unknown_in_waves.items()))
 
-    year = frame[v["year"]].to_numpy()
+    year = frame[v["year"]]
     keep = in_waves & (alpha != "")
-    index, group = _group_index(alpha, wave, keep, frame[v["weight"]].to_numpy(), countries,
+    index, group = _group_index(alpha, wave, keep, frame[v["weight"]], countries,
                                 lambda c, w: (c, None, int(w)))
     # year per country-wave: most frequent S020 (ties: the earliest); groups without any year are dropped
     import pandas as pd
@@ -327,7 +327,7 @@ def load_wvs(meta: FileMeta, registry: Registry, countries: CountryTable, allow_
     index.keys = keys
     _, report.weights = weight_status(index.weight[index.group >= 0])
     _require_usable_weights(meta, index, v["weight"], report)
-    columns = {q.variable: frame[q.variable].to_numpy() for q, _ in questions}
+    columns = {q.variable: frame[q.variable] for q, _ in questions}
     return SurveyFile(meta, report, index, columns, questions)
 
 
@@ -459,7 +459,7 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
                         if s.module == study.module and s.year.fixed is not None}
         module_years = {k: v for k, v in module_years.items() if k >= 0}
         year_variable, year_map = locate_year(
-            meta, lambda c: read_columns(meta, [c])[c].to_numpy(), module_years, study.id)
+            meta, lambda c: read_columns(meta, [c])[c], module_years, study.id)
         report.variables["year"] = f"{year_variable} (found: its values are the module's "
         report.variables["year"] += "study numbers)" if year_map else "years)"
         required.append(year_variable)
@@ -472,12 +472,12 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     frame = read_columns(meta, required + [s.variable for _, s in questions], text_columns=text,
                          csv_labels=csv_labels, id_columns=tuple(c for c in (year_variable,) if c) + (
                              () if text else (country.variable,)), labelled_columns=report.csv_text_answers)
-    report.respondents = n = len(frame)
+    report.respondents = n = len(frame[country.variable])
 
-    alpha, _ = _map_codes(frame[country.variable].to_numpy(), _country_lookup(country, meta, countries))
+    alpha, _ = _map_codes(frame[country.variable], _country_lookup(country, meta, countries))
     bad = alpha == ""
     if bad.any():
-        codes = Counter(frame[country.variable].to_numpy()[bad])
+        codes = Counter(frame[country.variable][bad])
         report.excluded["country_not_in_table"] = {
             (_label(meta, country.variable, c) if _is_number(c) else str(c) or "empty"): int(k)
             for c, k in sorted(codes.items(), key=lambda kv: str(kv[0]))
@@ -485,20 +485,20 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
     if year_spec.fixed is not None:
         year = np.full(n, float(year_spec.fixed))
     else:
-        raw = frame[year_variable].to_numpy()
+        raw = frame[year_variable]
         year = np.array([year_map.get(float(y), y) for y in raw], dtype=float) if year_map else raw
     no_year = ~np.isfinite(year) & ~bad
     if no_year.any():
         report.excluded["missing_year"] = {"respondents": int(no_year.sum())}
-    weights = frame[weight].to_numpy() if weight else np.ones(n)
+    weights = frame[weight] if weight else np.ones(n)
     if study.reunification is not None:
-        weights = _reunified(weights, frame[study.reunification.variable].to_numpy(), study.reunification, report)
+        weights = _reunified(weights, frame[study.reunification.variable], study.reunification, report)
     keep = ~bad & np.isfinite(year)
     index, _ = _group_index(alpha, np.where(np.isfinite(year), year, -1).astype(np.int64), keep, weights, countries,
                             lambda c, y: (c, int(y), None))
     _, report.weights = weight_status(index.weight[index.group >= 0])
     _require_usable_weights(meta, index, weight, report)
-    columns = {s.variable: frame[s.variable].to_numpy() for _, s in questions}
+    columns = {s.variable: frame[s.variable] for _, s in questions}
     extras = {q.id: labelled_extras(meta, q, s, s.variable) for q, s in questions}
     return SurveyFile(meta, report, index, columns, questions, label_scales=extras)
 

@@ -126,7 +126,7 @@ def test_only_the_needed_columns_are_read(wvs_file, groups, monkeypatch, tmp_pat
     monkeypatch.setattr(pyreadstat, "read_sav", spy)
     meta = read_meta(path)
     frame = read_columns(meta, ["S002VS", "A008"])
-    assert list(frame.columns) == ["S002VS", "A008"]
+    assert list(frame) == ["S002VS", "A008"]
     assert calls == [None, ["S002VS", "A008"]]  # metadata only, then the two columns
 
 
