@@ -109,6 +109,18 @@ def test_scale_shorthand_expands_to_labelled_options():
     assert f063.values == [float(v) for v in range(1, 11)]
 
 
+def test_world_better_off_reads_e234_not_e220():
+    """Issue 25: 'is the world better off or worse off because of science and technology' is E234 in
+    the time series (1 = a lot worse off, 10 = a lot better off); E220, which earlier registry versions
+    read for it, is 'We depend too much on science and not enough on faith'."""
+    registry = load_registry(SOURCES / "registry.yaml")
+    by_variable = {q.variable: q for q in registry.wvs_questions}
+    assert "E220" not in by_variable
+    world = by_variable["E234"]
+    assert world.id == "wvs_E234" and "better off or worse off because of science" in world.text
+    assert world.labels[0] == "1 (a lot worse off)" and world.labels[-1] == "10 (a lot better off)"
+
+
 def test_country_table_covers_wvs_with_the_seven_regions():
     """Appendix C.4: every country has one of the seven regions; all WVS countries are listed."""
     table = CountryTable.load(SOURCES / "countries.csv")
