@@ -66,13 +66,14 @@ def test_sample_covers_every_case_the_issue_lists(sample_build):
     assert summary["mode_change"]["stable_pairs_mode_changed"] >= 1
     assert {r["shift_category"] for r in sample_build["mcq"]} == {"stable", "strong", "very_strong"}
     # West and East German ISSP samples pooled into one country; the newest year is the 2016 file,
-    # with the pinned country (c_alphan), weight (WEIGHT) and v21, v23, v24, v26, v27, and the
-    # prices and industry items found by their labels
+    # with the pinned country (c_alphan), weight (WEIGHT) and v21-v24, v26, v27, and the industry
+    # item found by its label
     deu = {p["pair_id"]: p for p in sample_build["pairs"]}["issp_rog_jobs__DEU"]
     assert deu["n_old"] > 500 and deu["year_old"] == 1990 and deu["year_new"] == 2016
     assert deu["source_new"] == "ZA6900_synthetic.sav:v21"
     za6900 = files["ZA6900_synthetic.sav"]
-    assert za6900["questions_located_by_label"] == {"issp_rog_prices": "v22 (label)", "issp_rog_industry": "v25 (label)"}
+    assert za6900["questions_located_by_label"] == {"issp_rog_industry": "v25 (label)"}
+    assert {p["pair_id"]: p for p in sample_build["pairs"]}["issp_rog_prices__DEU"]["source_new"] == "ZA6900_synthetic.sav:v22"
     assert za6900["variables"]["weight"] == "WEIGHT" and za6900["variables"]["country"] == "c_alphan"
     # paper 3.2: the 2016 industry item offers a middle answer the 1990 and 1996 files lack: no pair
     assert summary["scale_changes"]["issp_rog_industry"]["pairs_not_formed"] == 6

@@ -16,8 +16,8 @@ the .sav headers carry a creation time, so the bytes differ):
   ZA6900_v2-0-0 (c_alphan sample codes such as DE-W and GB-NIR, WEIGHT, v21-v27 under the
   labels the real file gives them, e.g. "Q7g Government responsibility: reduce income
   differences rich/ poor", -8/-9 non-answers; see sources/chronoculture/issp_evidence.yaml):
-  the registry pins v21, v23, v24, v26, v27 and the build finds the prices (v22) and
-  industry (v25) items by their labels; the industry item offers a fifth, middle answer, a
+  the registry pins v21-v24, v26 and v27 and the build finds the industry item (v25) by
+  its label; the industry item offers a fifth, middle answer, a
   scale the older files lack (paper 3.2: that question gets no pair).
 
 Every respondent is invented: answer counts are fixed per cell from planned
