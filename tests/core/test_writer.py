@@ -287,3 +287,38 @@ def test_a_build_killed_between_its_two_renames_is_put_back(toy_builder, toy_sam
         _build(toy_builder, toy_sample, toy_resources, out_root)
     assert sorted(p.name for p in out_root.iterdir()) == [".toy-1.0.0.lock", "toy-1.0.0"]
     assert (folder / "histbench.json").read_text() == before
+
+
+def test_a_build_collects_cycles_less_often_and_restores_the_thresholds(toy_builder, toy_sample, toy_resources,
+                                                                          tmp_path, monkeypatch):
+    """builders/machinery/build.py BUILD_GC_THRESHOLDS: raised while the builder runs (never lowered),
+    the caller's thresholds back afterwards, also when the build fails."""
+    import gc
+
+    from histbench.builders.machinery.build import BUILD_GC_THRESHOLDS
+
+    seen = []
+    original = type(toy_builder).build
+
+    def spying(self, ctx):
+        seen.append(gc.get_threshold())
+        return original(self, ctx)
+
+    monkeypatch.setattr(type(toy_builder), "build", spying)
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 500)  # a caller's own third threshold above the build's is kept
+        _build(toy_builder, toy_sample, toy_resources, tmp_path / "build")
+        assert seen == [(BUILD_GC_THRESHOLDS[0], BUILD_GC_THRESHOLDS[1], 500)]
+        assert gc.get_threshold() == (700, 10, 500)
+
+        def failing(self, ctx):
+            seen.append(gc.get_threshold())
+            raise BuildError("the builder stopped")
+
+        monkeypatch.setattr(type(toy_builder), "build", failing)
+        with pytest.raises(BuildError, match="the builder stopped"):
+            _build(toy_builder, toy_sample, toy_resources, tmp_path / "again")
+        assert seen[-1][0] == BUILD_GC_THRESHOLDS[0] and gc.get_threshold() == (700, 10, 500)
+    finally:
+        gc.set_threshold(*before)
