@@ -110,8 +110,9 @@ def pair_noise(golds, values, pair_ids, seed: int, draws: int = NOISE_DRAWS,
                 counts[row] = pair_rng(seed, pair_ids[i]).multinomial(respondents, p / p.sum(), size=(draws, 2))
             # the gap between the two samples' counts at or below each option but the last (always n):
             # the running sum of the counts' differences, exact in integers
-            gap = np.cumsum(counts[:, :, 0, :-1] - counts[:, :, 1, :-1], axis=2)
-            distances[chunk] = (np.abs(gap) @ gaps) / span
+            gap = np.subtract(counts[:, :, 0, :-1], counts[:, :, 1, :-1])
+            np.cumsum(gap, axis=2, out=gap)
+            distances[chunk] = (np.abs(gap, out=gap) @ gaps) / span
     return noise_quantiles(distances) if len(golds) else np.empty((0, 2))
 
 

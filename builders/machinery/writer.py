@@ -217,7 +217,11 @@ def write_build(
                         # Dataset.from_list, several times faster
                         table = records_to_table(records, schemas[config], features[config])
                         tables.append((f"{config}/{split}", table))
-                        dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]))
+                        # a fingerprint of our own: datasets would otherwise hash the whole table for one
+                        # (it names cache files, which writing parquet never makes; the files are the same)
+                        fingerprint = hashlib.sha256(f"{benchmark}/{config}/{split}".encode()).hexdigest()[:16]
+                        dataset = Dataset(InMemoryTable(table), info=DatasetInfo(features=features[config]),
+                                          fingerprint=fingerprint)
                         paths = _write_config(dataset, tmp / "data" / config, split)
                         data_files[config][split] = f"data/{config}/{split}-*.parquet"
                         row_counts[config][split] = len(records)
