@@ -14,6 +14,7 @@ import argparse
 import gc
 import importlib
 import pkgutil
+import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -103,15 +104,27 @@ class BenchmarkBuilder(ABC):
 BUILD_GC_THRESHOLDS = (70_000, 50, 100)
 
 
+_GC_LOCK = threading.Lock()
+_GC_STATE = {"builds": 0, "before": None}  # builds running in this process, the thresholds before the first
+
+
 @contextmanager
 def fewer_collections(thresholds: tuple[int, int, int] = BUILD_GC_THRESHOLDS):
-    """Raise the cyclic collector's thresholds for the duration of a build (never lower them)."""
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip(before, thresholds, strict=True)))
+    """Raise the cyclic collector's thresholds while a build runs (never lower them). Builds
+    running at once in threads share one raise: the thresholds from before the first come back
+    when the last one ends."""
+    with _GC_LOCK:
+        if _GC_STATE["builds"] == 0:
+            _GC_STATE["before"] = before = gc.get_threshold()
+            gc.set_threshold(*(max(a, b) for a, b in zip(before, thresholds, strict=True)))
+        _GC_STATE["builds"] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _GC_LOCK:
+            _GC_STATE["builds"] -= 1
+            if _GC_STATE["builds"] == 0:
+                gc.set_threshold(*_GC_STATE["before"])
 
 
 def run_build(

@@ -322,3 +322,34 @@ def test_a_build_collects_cycles_less_often_and_restores_the_thresholds(toy_buil
         assert seen[-1][0] == BUILD_GC_THRESHOLDS[0] and gc.get_threshold() == (700, 10, 500)
     finally:
         gc.set_threshold(*before)
+
+
+def test_builds_at_once_in_threads_give_back_the_thresholds_from_before_the_first():
+    """Two builds overlapping in threads: the first ends while the second runs (the thresholds stay
+    raised), the second ends last and the ones from before the first come back."""
+    import gc
+    import threading
+
+    from histbench.builders.machinery.build import BUILD_GC_THRESHOLDS, fewer_collections
+
+    before = gc.get_threshold()
+    inside, release = threading.Event(), threading.Event()
+
+    def second_build():
+        with fewer_collections():
+            inside.set()
+            release.wait(10)
+
+    try:
+        gc.set_threshold(700, 10, 10)
+        worker = threading.Thread(target=second_build)
+        with fewer_collections():
+            worker.start()
+            assert inside.wait(10)
+        assert gc.get_threshold() == BUILD_GC_THRESHOLDS  # the second build is still running
+        release.set()
+        worker.join(10)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        release.set()
+        gc.set_threshold(*before)
