@@ -90,11 +90,11 @@ def za4700(tmp_path: Path, name="ZA4700_v1-0-0.dta") -> Path:
 
 def za2900(tmp_path: Path, name="ZA2900.dta") -> Path:
     """A 1996 file with the registry's pinned variables (v3 ISSP country codes, v36-v42, v325) and the
-    taxes-for-high-incomes item, which the build finds by its label (here v60)."""
+    taxes-for-high-incomes item, pinned at v57 (the GESIS codebook's V57)."""
     columns = {"v3": ("Country", {2: "D-W", 3: "D-E", 4: "GB", 5: "NIRL"}),
                **{f"v{n}": (f"Govt responsib: item {n}", {**{k: v for k, v in GOVRESP.items() if k > 0},
                                                        8: "Can't choose", 9: "NA"}) for n in range(36, 43)},
-               "v60": ("Taxes for high incomes", {**{k: v for k, v in TAXLEVEL.items() if k > 0},
+               "v57": ("Taxes for high incomes", {**{k: v for k, v in TAXLEVEL.items() if k > 0},
                                                   8: "Can't choose", 9: "NA"}),
                "v325": ("Weight", None)}
     samples = []
@@ -102,7 +102,7 @@ def za2900(tmp_path: Path, name="ZA2900.dta") -> Path:
         sample = {"size": n, "v3": code, "v325": 1.0}
         for var in range(36, 43):
             sample[f"v{var}"] = _shares(n, (0.25, 0.25, 0.25, 0.25))
-        sample["v60"] = _shares(n, (0.2, 0.2, 0.2, 0.2, 0.2), FIVE)
+        sample["v57"] = _shares(n, (0.2, 0.2, 0.2, 0.2, 0.2), FIVE)
         samples.append(sample)
     return write_issp(tmp_path / name, samples, columns)
 
@@ -118,7 +118,7 @@ def test_study_numbers_in_gesis_file_names():
 
 
 def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file(tmp_path, build, capsys):
-    """The taxes-for-high-incomes item of ZA4700 is found by its label (jobs is pinned), country from C_ALPHAN (DE-W + DE-E
+    """The taxes-for-high-incomes item of ZA4700 is found by its label (jobs and the 1996 item are pinned), country from C_ALPHAN (DE-W + DE-E
     pooled, GB-NIR apart), the pinned WEIGHT; the pair runs from the pinned 1996 file to 2006 (paper 3.4,
     newest ISSP year)."""
     out = build(issp=[za2900(tmp_path), za4700(tmp_path)], allow_missing_questions=True)
@@ -136,7 +136,7 @@ def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file
     assert deu["n_new"] == 600
     assert "issp_rog_jobs__NIR" in pairs and "issp_rog_jobs__GBR" in pairs
     assert pairs["issp_rog_tax_high_incomes__GBR"]["source_new"] == "ZA4700_v1-0-0.dta:V54"
-    assert pairs["issp_rog_tax_high_incomes__GBR"]["source_old"] == "ZA2900.dta:v60"
+    assert pairs["issp_rog_tax_high_incomes__GBR"]["source_old"] == "ZA2900.dta:V57"  # the registry's name
     report = {f["file"]: f for f in out["summary"]["exclusions"]["respondents_per_file"]}["ZA4700_v1-0-0.dta"]
     assert report["questions_located_by_label"] == {"issp_rog_tax_high_incomes": "V54 (label)"}
     assert report["variables"]["country"].startswith("C_ALPHAN (found")
