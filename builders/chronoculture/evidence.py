@@ -7,8 +7,8 @@ variable list a document shows without it. For every module file of the registry
 cumulations are left out: they repeat the module years) and every question of its module,
 the combination is one of:
 
-    pinned   the registry names the variable (a document shows it, or it is one of the two
-             first-version pins the evidence lists)
+    pinned   the registry names the variable (a document shows it, or it is one of the
+             evidence's `first_version_pins`, which is empty now)
     absent   a document of the whole file shows the item is not asked there (or not on the
              question's scale): the build does not look for it
     pattern  left to the question's label pattern at build time
