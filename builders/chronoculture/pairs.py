@@ -25,10 +25,8 @@ whose mode changes (68.2% and 8.5% in the paper).
 
 from __future__ import annotations
 
-import gc
 import zlib
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,20 +154,6 @@ def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None
     return "scale_changed", reason
 
 
-@contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector off while the records are made: they are some million
-    dicts and lists without reference cycles, and each collection would walk every object
-    alive in the build (the survey files' arrays aside) again and again."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def build_records(
     cells: dict[tuple[str, str], list[Cell]],
     questions: dict[str, Question],
@@ -183,12 +167,8 @@ def build_records(
     scale_policy: str = "drop",
 ) -> tuple[dict[str, list[dict]], dict]:
     """All four configs' records and the pair-level statistics for the summary."""
-    with _collector_paused():
-        return _build_records(cells, questions, countries, templates, seed, newer_wave, noise_draws, progress,
-                              scale_policy)
-
-
-def _build_records(cells, questions, countries, templates, seed, newer_wave, noise_draws, progress, scale_policy):
+    # the cyclic collector runs rarely meanwhile: run_build raises its thresholds for the whole
+    # build (builders/machinery/build.py, fewer_collections)
     order = {qid: i for i, qid in enumerate(questions)}
     keys = sorted(cells, key=lambda k: (0 if questions[k[0]].survey == "WVS" else 1, order[k[0]], k[1]))
     pairs, items, undated, mcq = [], [], [], []

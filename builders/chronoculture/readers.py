@@ -223,10 +223,10 @@ def read_columns(meta: FileMeta, columns: list[str], text_columns: tuple[str, ..
             raise SourceError(f"could not read the data ({exc})", file=path) from exc
     out = {}
     for column in columns:
-        values = frame[column].to_numpy()
         if column in text_columns:
             out[wanted[column]] = frame[column].astype("string").fillna("").str.strip().to_numpy(object)
             continue
+        values = frame[column].to_numpy()
         if values.dtype.kind not in "fiub":
             if meta.format == "csv":
                 values, mapped = _csv_text_to_codes(meta, column, values, csv_labels.get(column))
