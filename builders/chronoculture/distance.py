@@ -80,10 +80,11 @@ def normalised_wasserstein(p, q, values=None):
     except TypeError:  # values that cannot be a cache key (nested lists): option_positions says why
         positions = option_positions(k, values)
         gaps, span = np.diff(positions), positions[-1] - positions[0]
-    cdf_gap = np.abs(np.cumsum(p, axis=-1) - np.cumsum(q, axis=-1))[..., :-1]
+    cdf_gap = np.abs(p.cumsum(axis=-1) - q.cumsum(axis=-1))[..., :-1]
     distance = (cdf_gap @ gaps) / span
-    distance = np.clip(distance, 0.0, 1.0)
-    return float(distance) if distance.ndim == 0 else distance
+    if distance.ndim == 0:  # one pair (the builder's case, once per pair): clipped as np.clip would
+        return min(max(float(distance), 0.0), 1.0)
+    return np.clip(distance, 0.0, 1.0)
 
 
 def shift_category_codes(d, boundaries: tuple[float, float, float] | str = "default") -> np.ndarray:

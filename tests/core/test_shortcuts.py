@@ -52,6 +52,23 @@ def test_ties_earn_the_expected_credit_of_a_random_pick():
     assert _rule(missed, "longest")["accuracy"] == 0.0
 
 
+def test_ties_are_those_numpy_isclose_finds_within_the_tolerance():
+    """The plain-Python tie rule of _credit equals numpy.isclose(rtol=0, atol=TIE_TOLERANCE) on
+    scores such as the shares of word overlap (near-equal floats), lengths and infinities."""
+    rng = np.random.default_rng(3)
+    cases = [[1 / 3, 0.1 * 3 + 1 / 30 + 1e-13, 0.2, 1 / 3 - 2e-12], [3, 5, 5, 2], [0.0, -0.0, 1e-13],
+             [float("inf"), float("inf"), 1.0], [float("-inf"), 2.0, float("-inf")]]
+    cases += [list(rng.choice([0.25, 0.5, 0.5 + 5e-13, 0.5 + 5e-12, 0.75], size=int(rng.integers(2, 7))))
+              for _ in range(300)]
+    for scores in cases:
+        for pick_max in (True, False):
+            values = np.asarray(scores, dtype=float)
+            best = values.max() if pick_max else values.min()
+            expected = np.flatnonzero(np.isclose(values, best, rtol=0.0, atol=S.TIE_TOLERANCE))
+            for gold in range(len(scores)):
+                assert S._credit(scores, {gold}, pick_max) == (gold in expected) / len(expected), (scores, pick_max)
+
+
 def test_several_right_answers_raise_chance_and_count_any_of_them():
     items = [S.Choice(["uno", "due", "tremendo", "quattro"], 0, also_correct=[2])] * 4
     result = S.audit_choices(items)
