@@ -209,6 +209,7 @@ _FAST_KEYWORDS = {
     "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minLength", "maxLength", "pattern",
     "description", "title", "$schema", "$id", "$comment", "x-dtype", "contentMediaType", "default", "examples",
 }
+_SCALAR_CLASSES = {"string": {str}, "integer": {int}, "number": {float, int}, "boolean": {bool}}  # as _FAST_TYPES
 _FAST_TYPES = {  # exact classes: a subclass (or 1.0 for an integer) just takes the jsonschema path
     "string": "{v}.__class__ is str",
     "integer": "{v}.__class__ is int",
@@ -241,6 +242,40 @@ def compile_check(schema: Mapping, finite: bool = False):
         names[name] = value
         return name
 
+    def scalar_items(node, var: str) -> str | None:
+        """An array of plain scalars checked with C-level set and map calls instead of one
+        generator step per element (the records' option lists and distributions): the classes
+        of the elements, then an enum, or finiteness before bounds. None where the items
+        need more (the per-element expression then checks them)."""
+        if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
+            return None
+        types = _types(node)
+        real = [t for t in types if t != "null"]
+        if len(real) != 1 or real[0] not in _SCALAR_CLASSES:
+            return None
+        kind, nullable = real[0], "null" in types
+        bounds = [key for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if key in node]
+        if set(node) & {"minLength", "maxLength", "pattern"} or (bounds and kind not in ("number", "integer")):
+            return None
+        if "enum" in node and (kind != "string" or not all(isinstance(m, str) for m in node["enum"])):
+            return None
+        checks_numbers = (kind == "number" and finite) or bool(bounds)
+        if nullable and (checks_numbers or "enum" in node):
+            return None
+        if bounds and kind == "number" and not finite:  # min()/max() would pass over a NaN
+            return None
+        classes = _SCALAR_CLASSES[kind] | ({type(None)} if nullable else set())
+        parts = [f"set(map(type, {var})) <= {const(frozenset(classes))}"]
+        if "enum" in node:
+            parts.append(f"set({var}) <= {const(frozenset(node['enum']))}")
+        if kind == "number" and finite:
+            parts.append(f"all(map(_isfinite, {var}))")
+        for key, (fn, op) in (("minimum", ("min", ">=")), ("maximum", ("max", "<=")),
+                              ("exclusiveMinimum", ("min", ">")), ("exclusiveMaximum", ("max", "<"))):
+            if key in node:
+                parts.append(f"(not {var} or {fn}({var}) {op} {const(node[key])})")
+        return " and ".join(parts)
+
     def expr(node, var: str) -> str | None:
         if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
             return None
@@ -272,11 +307,15 @@ def compile_check(schema: Mapping, finite: bool = False):
             if "maxItems" in node:
                 parts.append(f"len({var}) <= {const(node['maxItems'])}")
             if "items" in node:
-                item_var = f"x{next(counter)}"
-                item = expr(node["items"], item_var)
-                if item is None:
-                    return None
-                parts.append(f"all({item} for {item_var} in {var})")
+                scalars = scalar_items(node["items"], var)
+                if scalars is not None:
+                    parts.append(scalars)
+                else:
+                    item_var = f"x{next(counter)}"
+                    item = expr(node["items"], item_var)
+                    if item is None:
+                        return None
+                    parts.append(f"all({item} for {item_var} in {var})")
         if kind == "object":
             extra = node.get("additionalProperties", True)
             if extra not in (True, False):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -88,3 +90,45 @@ def test_fast_check_rejects_non_finite_numbers_when_asked():
     record["option_values"] = [1.0, float("inf")]  # no bounds on option values
     assert compile_check(schema)(record) is True
     assert compile_check(schema, finite=True)(record) is False
+
+
+SCALAR_ARRAYS = {  # the item schemas the project's arrays use, and nullable / bounded variants
+    "labels": {"type": "string"},
+    "families": {"type": "string", "enum": ["ground_truth", "manual", "other"]},
+    "values": {"type": "number"},
+    "shares": {"type": "number", "minimum": 0, "maximum": 1},
+    "open_shares": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "indices": {"type": "integer", "minimum": 0},
+    "flags": {"type": "boolean"},
+    "maybe_labels": {"type": ["string", "null"]},
+    "maybe_indices": {"type": ["integer", "null"]},
+}
+POOL = ["ground_truth", "manual", "x", "", -1, 0, 2, True, None, 0.0, 0.5, 1.0, -0.5, 1.5,
+        float("nan"), float("inf"), float("-inf"), [1], {"a": 1}]
+_CLASSES = {"string": (str,), "integer": (int,), "number": (float, int), "boolean": (bool,)}
+ARRAYS = [[]] + [[a] for a in POOL] + [[a, b] for a in POOL for b in POOL]
+
+
+@pytest.mark.parametrize("finite", [False, True])
+@pytest.mark.parametrize("name", sorted(SCALAR_ARRAYS))
+def test_arrays_of_scalars_are_checked_as_jsonschema_checks_each_element(name, finite):
+    """The set-based check of a scalar array (compile_check's scalar_items) against jsonschema, on
+    every array of up to two elements from a pool of strings, integers, booleans, floats (NaN and
+    infinities too), None and containers: it never accepts what jsonschema rejects, and it accepts
+    every valid array of elements of the exact classes (finite numbers where finite=True), as the
+    per-element expression did."""
+    item = SCALAR_ARRAYS[name]
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": item}}, "required": ["a"],
+              "additionalProperties": False}
+    check = compile_check(schema, finite=finite)
+    kinds = [item["type"]] if isinstance(item["type"], str) else item["type"]
+    validator = Draft202012Validator(schema)
+    for values in ARRAYS:
+        valid = validator.is_valid({"a": values})
+        accepted = check({"a": values})
+        if accepted:
+            assert valid, (name, values)
+        exact = all(type(v) in _CLASSES[kinds[0]] or (v is None and "null" in kinds) for v in values)
+        finite_ok = exact and (not (finite and kinds[0] == "number") or all(v is None or math.isfinite(v) for v in values))
+        if valid and finite_ok:
+            assert accepted, (name, values)
