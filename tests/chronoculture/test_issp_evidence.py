@@ -307,14 +307,17 @@ def test_a_label_pattern_matches_at_most_one_labelled_item_of_a_study():
     assert ambiguous_patterns([old], ["ZA1490"]) == ["ZA1490 issp_rog_health: V103, V83"]
 
 
+# the studies whose document shows the whole file (the file itself, or a codebook of every variable)
+COMPLETE = ["ZA1490", "ZA1680", "ZA1700", "ZA1840", "ZA1950", "ZA2150", "ZA2310", "ZA3190", "ZA4950", "ZA5400"]
+
+
 def test_complete_files_leave_nothing_to_the_patterns():
-    """Where the document is the whole file (ZA1490, ZA1950; ZA1700, ZA1840 in GitHub fsolt/DCPO; the GESIS
-    codebooks of ZA2150 and ZA3190 there, which describe every variable of the file; the velgaks/promarket-attitudes
-    catalogue of ZA4950), every
-    question of the module is pinned to a variable it shows or marked absent with the reason; the
-    registry's `absent` is the evidence's."""
+    """Where the document is the whole file (ZA1490, ZA1950; ZA1680, ZA1700, ZA1840 in GitHub fsolt/DCPO; the GESIS
+    codebooks of ZA2150, ZA2310 and ZA3190 there, which describe every variable of the file; the
+    velgaks/promarket-attitudes catalogue of ZA4950 and ZA5400), every question of the module is pinned to a
+    variable it shows or marked absent with the reason; the registry's `absent` is the evidence's."""
     complete = [sid for sid, study in EVIDENCE["studies"].items() if study.get("complete")]
-    assert sorted(complete) == ["ZA1490", "ZA1700", "ZA1840", "ZA1950", "ZA2150", "ZA3190", "ZA4950"]
+    assert sorted(complete) == COMPLETE
     for sid in complete:
         names = {e["variable"] for e in entries(sid)}
         absent = EVIDENCE["studies"][sid].get("absent") or {}
@@ -331,7 +334,7 @@ def test_complete_files_leave_nothing_to_the_patterns():
 
 
 def test_no_absent_question_is_looked_for():
-    for sid in ("ZA1490", "ZA1950", "ZA1700", "ZA1840", "ZA2150", "ZA3190", "ZA4950"):
+    for sid in COMPLETE:
         asked = {q.id for q, _ in REGISTRY.questions_of(STUDIES[sid])}
         assert not asked & set(EVIDENCE["studies"][sid]["absent"]), sid
 
