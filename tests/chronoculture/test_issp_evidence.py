@@ -308,11 +308,12 @@ def test_a_label_pattern_matches_at_most_one_labelled_item_of_a_study():
 
 
 def test_complete_files_leave_nothing_to_the_patterns():
-    """Where the document is the whole file (ZA1490, ZA1950; ZA1700, ZA1840 in GitHub fsolt/DCPO), every
+    """Where the document is the whole file (ZA1490, ZA1950; ZA1700, ZA1840 in GitHub fsolt/DCPO; ZA2900's
+    GESIS codebook there, whose Variable List is every variable of the file), every
     question of the module is pinned to a variable it shows or marked absent with the reason; the
     registry's `absent` is the evidence's."""
     complete = [sid for sid, study in EVIDENCE["studies"].items() if study.get("complete")]
-    assert sorted(complete) == ["ZA1490", "ZA1700", "ZA1840", "ZA1950"]
+    assert sorted(complete) == ["ZA1490", "ZA1700", "ZA1840", "ZA1950", "ZA2900"]
     for sid in complete:
         names = {e["variable"] for e in entries(sid)}
         absent = EVIDENCE["studies"][sid].get("absent") or {}
@@ -329,7 +330,7 @@ def test_complete_files_leave_nothing_to_the_patterns():
 
 
 def test_no_absent_question_is_looked_for():
-    for sid in ("ZA1490", "ZA1950", "ZA1700", "ZA1840"):
+    for sid in ("ZA1490", "ZA1950", "ZA1700", "ZA1840", "ZA2900"):
         asked = {q.id for q, _ in REGISTRY.questions_of(STUDIES[sid])}
         assert not asked & set(EVIDENCE["studies"][sid]["absent"]), sid
 
