@@ -12,7 +12,7 @@ import yaml
 from histbench.builders.chronoculture.registry import load_registry
 from histbench.cli import main
 
-from .test_build_locate import GOVRESP, TAXLEVEL, _shares, write_issp
+from .test_build_locate import GOVRESP, POWER, _shares, write_issp
 
 
 def _discover(argv) -> int:
@@ -87,13 +87,13 @@ def test_discover_issp_pins_sources_and_drafts_combined_country_codes(tmp_path, 
     samples: the drafted map pools DE-W + DE-E and IL-J + IL-A, keeps GB-GBN and GB-NIR apart."""
     country = {1: "DE-W-Germany-West", 2: "DE-E-Germany-East", 3: "IL-J-Israel Jews", 4: "IL-A-Israel Arabs",
                5: "GB-GBN-Great Britain", 6: "GB-NIR-Northern Ireland", 7: "XX-Atlantis"}
-    # V25 is pinned for ZA4700 (issp_evidence.yaml); the taxes-for-high-incomes item (here V54) is
-    # found by its label, worded as the real one (CRI team 20 shows it as q12a_taxes_for_high_incomes)
+    # V25 is pinned for ZA4700 (issp_evidence.yaml); the trade unions' power item (here V60), which no
+    # document names in ZA4700, is found by its label (the 1996 codebook's V33 label)
     columns = {"V3": ("Country/ Sample", country), "V25": ("Q7a Gov responsibility: provide job for everyone", GOVRESP),
-               "V54": ("Q12a Taxes for high incomes", TAXLEVEL),
+               "V60": ("Power of trade unions", POWER),
                "V50": ("Q12 How important: a new kind of thing", {1: "a", 2: "b", 3: "c", 4: "d"}),
                "SEX": ("R: Sex", {1: "Male", 2: "Female"}), "WEIGHT": ("Weighting factor", None)}
-    samples = [{"size": 600, "V3": code, "V25": _shares(600, (0.4, 0.3, 0.2, 0.1)), "V54": _shares(600, (0.3, 0.3, 0.2, 0.1, 0.1), (1, 2, 3, 4, 5)),
+    samples = [{"size": 600, "V3": code, "V25": _shares(600, (0.4, 0.3, 0.2, 0.1)), "V60": _shares(600, (0.3, 0.3, 0.2, 0.1, 0.1), (1, 2, 3, 4, 5)),
                 "V50": _shares(600, (0.25,) * 4),
                 "SEX": {1: 300, 2: 300}, "WEIGHT": 1.0} for code in country]
     path = write_issp(tmp_path / "ZA4700_v1-0-0.dta", samples, columns)
@@ -109,16 +109,16 @@ def test_discover_issp_pins_sources_and_drafts_combined_country_codes(tmp_path, 
     assert "IL-A-Israel Arabs + IL-J-Israel Jews -> ISR" in za4700["notes"]
     assert "7 'XX-Atlantis'" in za4700["notes"] and za4700["weight"] == "WEIGHT"
     questions = {q["id"]: q for q in draft["issp"]["questions"]}
-    assert questions["issp_rog_tax_high_incomes"]["sources"]["ZA4700"] == {"variable": "V54", "invalid_codes": [-9, -8]}
+    assert questions["issp_rog_power_unions"]["sources"]["ZA4700"] == {"variable": "V60", "invalid_codes": [-9, -8]}
     assert questions["issp_rog_jobs"]["sources"]["ZA4700"] == "V25"  # the pinned ones are kept
     assert questions["issp_rog_jobs"]["sources"]["ZA2900"] == "v36"
     candidates = {c["sources"]["ZA4700"]: c for c in draft["issp"]["candidates"] if "ZA4700" in c["sources"]}
-    assert sorted(candidates) == ["V50"]  # SEX is a background variable, V3, V25 and V54 are taken
+    assert sorted(candidates) == ["V50"]  # SEX is a background variable, V3, V25 and V60 are taken
     assert draft["issp"]["candidate_studies"][0]["id"] == "ZA9999"
     # the written registry builds: the 2006 source is now pinned
     registry = load_registry(out)
-    taxes = {q.id: q for q in registry.issp_questions}["issp_rog_tax_high_incomes"]
-    assert taxes.source_for("ZA4700").variable == "V54"
+    power = {q.id: q for q in registry.issp_questions}["issp_rog_power_unions"]
+    assert power.source_for("ZA4700").variable == "V60"
 
 
 def test_discover_never_overwrites_a_registry_someone_wrote(tmp_path, wvs_file, happy_counts, capsys):

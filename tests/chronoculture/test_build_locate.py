@@ -22,6 +22,8 @@ GOVRESP = {1: "Definitely should be", 2: "Probably should be", 3: "Probably shou
            4: "Definitely should not be", -8: "Can't choose", -9: "No answer"}
 TAXLEVEL = {1: "Much too high", 2: "Too high", 3: "About right", 4: "Too low", 5: "Much too low",
             -8: "Can't choose", -9: "No answer"}
+POWER = {1: "Far too much power", 2: "Too much power", 3: "About the right amount of power", 4: "Too little power",
+         5: "Far too little power", -8: "Can't choose", -9: "No answer"}
 FIVE = (1, 2, 3, 4, 5)
 
 
@@ -64,26 +66,32 @@ def _shares(n, shares, codes=(1, 2, 3, 4), extra=None):
 
 
 def za4700(tmp_path: Path, name="ZA4700_v1-0-0.dta") -> Path:
-    """A 2006 Role of Government file: C_ALPHAN sample codes, WEIGHT, the jobs item (pinned as V25) and the
-    taxes-for-high-incomes item (no document names its variable, so it is found by its label; here V54),
-    labelled as the real ones (CRI team 20 shows them lower-cased as
-    q7a_gov_responsibility_provide_job_for_everyone, q12a_taxes_for_high_incomes)."""
+    """A 2006 Role of Government file: C_ALPHAN sample codes, WEIGHT, the jobs and taxes-for-high-incomes
+    items (pinned as V25 and V51), labelled as the real ones (CRI team 20 shows them lower-cased as
+    q7a_gov_responsibility_provide_job_for_everyone, q12a_taxes_for_high_incomes), and the trade unions'
+    power item, which no document names in ZA4700, so it is found by its label (here V60, labelled as the
+    1996 codebook's V33: the 2006 wording is not known)."""
     columns = {
         "C_ALPHAN": ("Country Prefix ISO 3166 Code - alphanumeric", None),
         "V25": ("Q7a Gov responsibility: provide job for everyone", GOVRESP),
-        "V54": ("Q12a Taxes for high incomes", TAXLEVEL),
-        "V4": ("Country/ Sample ISO 3166 Code (see V3 for codes for the sample)", None),
+        "V51": ("Q12a Taxes for high incomes", TAXLEVEL),
+        "V60": ("Power of trade unions", POWER),
+        "V3a": ("Country/ Sample ISO 3166 Code (see V3 for codes for the sample)", None),
         "WEIGHT": ("Weighting factor", None),
     }
     samples = [
         {"size": 320, "C_ALPHAN": "DE-W", "V25": _shares(300, (0.4, 0.3, 0.2, 0.1), extra={-8: 20}),
-         "V54": _shares(320, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE), "V4": 276, "WEIGHT": 1.2},
+         "V51": _shares(320, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE),
+         "V60": _shares(320, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE), "V3a": 276, "WEIGHT": 1.2},
         {"size": 300, "C_ALPHAN": "DE-E", "V25": _shares(300, (0.6, 0.3, 0.05, 0.05)),
-         "V54": _shares(300, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE), "V4": 276, "WEIGHT": 0.8},
+         "V51": _shares(300, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE),
+         "V60": _shares(300, (0.4, 0.3, 0.1, 0.1, 0.1), FIVE), "V3a": 276, "WEIGHT": 0.8},
         {"size": 600, "C_ALPHAN": "GB-GBN", "V25": _shares(600, (0.2, 0.3, 0.3, 0.2)),
-         "V54": _shares(600, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE), "V4": 826, "WEIGHT": 1.0},
+         "V51": _shares(600, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE),
+         "V60": _shares(600, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE), "V3a": 826, "WEIGHT": 1.0},
         {"size": 550, "C_ALPHAN": "GB-NIR", "V25": _shares(550, (0.3, 0.3, 0.2, 0.2)),
-         "V54": _shares(550, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE), "V4": 826, "WEIGHT": 1.0},
+         "V51": _shares(550, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE),
+         "V60": _shares(550, (0.3, 0.3, 0.2, 0.1, 0.1), FIVE), "V3a": 826, "WEIGHT": 1.0},
     ]
     return write_issp(tmp_path / name, samples, columns, string_columns=("C_ALPHAN",))
 
@@ -118,7 +126,7 @@ def test_study_numbers_in_gesis_file_names():
 
 
 def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file(tmp_path, build, capsys):
-    """The taxes-for-high-incomes item of ZA4700 is found by its label (jobs and the 1996 item are pinned), country from C_ALPHAN (DE-W + DE-E
+    """The trade unions' power item of ZA4700 is found by its label (jobs, taxes and the 1996 items are pinned), country from C_ALPHAN (DE-W + DE-E
     pooled, GB-NIR apart), the pinned WEIGHT; the pair runs from the pinned 1996 file to 2006 (paper 3.4,
     newest ISSP year)."""
     out = build(issp=[za2900(tmp_path), za4700(tmp_path)], allow_missing_questions=True)
@@ -135,13 +143,13 @@ def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file
     assert deu["G_new"] == pytest.approx(expected.tolist())
     assert deu["n_new"] == 600
     assert "issp_rog_jobs__NIR" in pairs and "issp_rog_jobs__GBR" in pairs
-    assert pairs["issp_rog_tax_high_incomes__GBR"]["source_new"] == "ZA4700_v1-0-0.dta:V54"
+    assert pairs["issp_rog_tax_high_incomes__GBR"]["source_new"] == "ZA4700_v1-0-0.dta:V51"
     assert pairs["issp_rog_tax_high_incomes__GBR"]["source_old"] == "ZA2900.dta:V57"  # the registry's name
     report = {f["file"]: f for f in out["summary"]["exclusions"]["respondents_per_file"]}["ZA4700_v1-0-0.dta"]
-    assert report["questions_located_by_label"] == {"issp_rog_tax_high_incomes": "V54 (label)"}
+    assert report["questions_located_by_label"] == {"issp_rog_power_unions": "V60 (label)"}
     assert report["variables"]["country"].startswith("C_ALPHAN (found")
     assert report["variables"]["weight"] == "WEIGHT"
-    assert "issp_rog_spend_police" in report["questions_not_found"]
+    assert "issp_rog_power_government" in report["questions_not_found"]
     err = capsys.readouterr().err
     assert "ZA4700_v1-0-0.dta (study ZA4700): 1 question(s) found by their label" in err
     assert "country C_ALPHAN (found" in err
@@ -175,11 +183,11 @@ def test_codes_by_position_when_labels_are_worded_differently(tmp_path):
 def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, build):
     columns = {"C_ALPHAN": ("Country Prefix ISO 3166 Code - alphanumeric", None),
                "V25": ("Q7a Gov responsibility: provide job for everyone", GOVRESP),
-               "V54": ("Q12a Taxes for high incomes", TAXLEVEL),
-               "V99": ("Q12a Taxes for high incomes (split ballot)", TAXLEVEL),
-               "V55": ("Q12b Taxes for middle incomes", TAXLEVEL), "WEIGHT": ("Weighting factor", None)}
-    path = write_issp(tmp_path / "ZA4700.sav", [{"size": 600, "C_ALPHAN": "AU", "V25": {1: 600}, "V54": {1: 600},
-                                                  "V99": {1: 600}, "V55": _shares(600, (0.4, 0.3, 0.2, 0.05, 0.05), FIVE),
+               "V60": ("Power of trade unions", POWER),
+               "V99": ("Power of trade unions (split ballot)", POWER),
+               "V61": ("Power of business and industry", POWER), "WEIGHT": ("Weighting factor", None)}
+    path = write_issp(tmp_path / "ZA4700.sav", [{"size": 600, "C_ALPHAN": "AU", "V25": {1: 600}, "V60": {1: 600},
+                                                  "V99": {1: 600}, "V61": _shares(600, (0.4, 0.3, 0.2, 0.05, 0.05), FIVE),
                                                   "WEIGHT": 1.0}],
                       columns, string_columns=("C_ALPHAN",))
     old = za2900(tmp_path)
@@ -190,9 +198,9 @@ def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, buil
     registry = load_registry(SOURCES / "registry.yaml")
     table = CountryTable.load(SOURCES / "countries.csv")
     loaded = load_issp(read_meta(path), registry, table, allow_missing_questions=True)
-    assert "several variables fit (V54, V99)" in loaded.report.not_located["issp_rog_tax_high_incomes"]
-    assert loaded.report.located["issp_rog_tax_middle_incomes"] == "V55 (label)"
-    assert loaded.report.not_located["issp_rog_spend_police"].startswith("no variable label matches")
+    assert "several variables fit (V60, V99)" in loaded.report.not_located["issp_rog_power_unions"]
+    assert loaded.report.located["issp_rog_power_business"] == "V61 (label)"
+    assert loaded.report.not_located["issp_rog_power_government"].startswith("no variable label matches")
 
 
 def test_country_coding_drafted_from_value_labels_and_cumulation_years(tmp_path, build):

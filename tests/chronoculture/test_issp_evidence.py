@@ -308,16 +308,17 @@ def test_a_label_pattern_matches_at_most_one_labelled_item_of_a_study():
 
 
 # the studies whose document shows the whole file (the file itself, or a codebook of every variable)
-COMPLETE = ["ZA10000", "ZA1490", "ZA1680", "ZA1700", "ZA1840", "ZA1950", "ZA2150", "ZA2310", "ZA2450", "ZA2620", "ZA2880", "ZA3190", "ZA3440", "ZA3880", "ZA4950", "ZA5400", "ZA5900"]
+COMPLETE = ["ZA10000", "ZA1490", "ZA1680", "ZA1700", "ZA1840", "ZA1950", "ZA2150", "ZA2310", "ZA2450", "ZA2620", "ZA2880", "ZA2900", "ZA3190", "ZA3440", "ZA3880", "ZA4950", "ZA5400", "ZA5900"]
 
 
 def test_complete_files_leave_nothing_to_the_patterns():
     """Where the document is the whole file (ZA1490, ZA1950; ZA1680, ZA1700, ZA1840 in GitHub fsolt/DCPO; the GESIS
-    codebooks of ZA2150, ZA2310 and ZA3190 there, which describe every variable of the file; the
-    velgaks/promarket-attitudes catalogue of ZA4950 and ZA5400; the GESIS codebooks of ZA2450, ZA2620, ZA2880
-    and ZA3440 in fsolt/DCPO, whose record positions leave no variable out; the ashishpapanai/2025-02-ActionWords
-    lists of every variable of ZA3880, ZA5900 and ZA10000), every question of the module is pinned to a
-    variable it shows or marked absent with the reason; the registry's `absent` is the evidence's."""
+    codebooks of ZA2150, ZA2310, ZA2900 and ZA3190 there, whose variable lists describe every variable of the
+    file; the velgaks/promarket-attitudes catalogue of ZA4950 and ZA5400; the GESIS codebooks of ZA2450, ZA2620,
+    ZA2880 and ZA3440 in fsolt/DCPO, whose record positions leave no variable out; the
+    ashishpapanai/2025-02-ActionWords lists of every variable of ZA3880, ZA5900 and ZA10000), every question of
+    the module is pinned to a variable it shows or marked absent with the reason; the registry's `absent` is the
+    evidence's."""
     complete = [sid for sid, study in EVIDENCE["studies"].items() if study.get("complete")]
     assert sorted(complete) == COMPLETE
     for sid in complete:
