@@ -209,15 +209,19 @@ _FAST_KEYWORDS = {
     "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minLength", "maxLength", "pattern",
     "description", "title", "$schema", "$id", "$comment", "x-dtype", "contentMediaType", "default", "examples",
 }
-_SCALAR_CLASSES = {"string": {str}, "integer": {int}, "number": {float, int}, "boolean": {bool}}  # as _FAST_TYPES
-_FAST_TYPES = {  # exact classes: a subclass (or 1.0 for an integer) just takes the jsonschema path
-    "string": "{v}.__class__ is str",
-    "integer": "{v}.__class__ is int",
-    "number": "({v}.__class__ is float or {v}.__class__ is int)",
-    "boolean": "{v}.__class__ is bool",
-    "array": "{v}.__class__ is list",
-    "object": "{v}.__class__ is dict",
-}
+# exact classes: a subclass (or 1.0 for an integer) just takes the jsonschema path
+_FAST_CLASSES = {"string": (str,), "integer": (int,), "number": (float, int), "boolean": (bool,),
+                 "array": (list,), "object": (dict,)}
+_FAST_SCALARS = ("string", "integer", "number", "boolean")
+# bound keyword -> (comparison, which end of an array it applies to)
+_FAST_BOUNDS = (("minimum", ">=", "min"), ("maximum", "<=", "max"),
+                ("exclusiveMinimum", ">", "min"), ("exclusiveMaximum", "<", "max"))
+
+
+def _class_check(kind: str, var: str) -> str:
+    """`var` is exactly one of the classes of `kind` (e.g. "(v.__class__ is float or v.__class__ is int)")."""
+    tests = [f"{var}.__class__ is {cls.__name__}" for cls in _FAST_CLASSES[kind]]
+    return tests[0] if len(tests) == 1 else f"({' or '.join(tests)})"
 
 
 def compile_check(schema: Mapping, finite: bool = False):
@@ -242,19 +246,26 @@ def compile_check(schema: Mapping, finite: bool = False):
         names[name] = value
         return name
 
+    def fast_kind(node) -> tuple[str, bool] | None:
+        """(the one non-null type, whether null is allowed) of a node the fast path handles, else None."""
+        if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
+            return None
+        types = _types(node)
+        real = [t for t in types if t != "null"]
+        if len(real) != 1 or real[0] not in _FAST_CLASSES:
+            return None
+        return real[0], "null" in types
+
     def scalar_items(node, var: str) -> str | None:
         """An array of plain scalars checked with C-level set and map calls instead of one
         generator step per element (the records' option lists and distributions): the classes
         of the elements, then an enum, or finiteness before bounds. None where the items
         need more (the per-element expression then checks them)."""
-        if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
+        found = fast_kind(node)
+        if found is None or found[0] not in _FAST_SCALARS:
             return None
-        types = _types(node)
-        real = [t for t in types if t != "null"]
-        if len(real) != 1 or real[0] not in _SCALAR_CLASSES:
-            return None
-        kind, nullable = real[0], "null" in types
-        bounds = [key for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if key in node]
+        kind, nullable = found
+        bounds = [key for key, _, _ in _FAST_BOUNDS if key in node]
         if set(node) & {"minLength", "maxLength", "pattern"} or (bounds and kind not in ("number", "integer")):
             return None
         if "enum" in node and (kind != "string" or not all(isinstance(m, str) for m in node["enum"])):
@@ -264,34 +275,30 @@ def compile_check(schema: Mapping, finite: bool = False):
             return None
         if bounds and kind == "number" and not finite:  # min()/max() would pass over a NaN
             return None
-        classes = _SCALAR_CLASSES[kind] | ({type(None)} if nullable else set())
+        classes = set(_FAST_CLASSES[kind]) | ({type(None)} if nullable else set())
         parts = [f"set(map(type, {var})) <= {const(frozenset(classes))}"]
         if "enum" in node:
             parts.append(f"set({var}) <= {const(frozenset(node['enum']))}")
         if kind == "number" and finite:
             parts.append(f"all(map(_isfinite, {var}))")
-        for key, (fn, op) in (("minimum", ("min", ">=")), ("maximum", ("max", "<=")),
-                              ("exclusiveMinimum", ("min", ">")), ("exclusiveMaximum", ("max", "<"))):
+        for key, op, end in _FAST_BOUNDS:
             if key in node:
-                parts.append(f"(not {var} or {fn}({var}) {op} {const(node[key])})")
+                parts.append(f"(not {var} or {end}({var}) {op} {const(node[key])})")
         return " and ".join(parts)
 
     def expr(node, var: str) -> str | None:
-        if not isinstance(node, Mapping) or set(node) - _FAST_KEYWORDS:
+        found = fast_kind(node)
+        if found is None:
             return None
-        types = _types(node)
-        real = [t for t in types if t != "null"]
-        if len(real) != 1 or real[0] not in _FAST_TYPES:
-            return None
-        kind = real[0]
-        parts = [_FAST_TYPES[kind].format(v=var)]
+        kind, nullable = found
+        parts = [_class_check(kind, var)]
         if "enum" in node:
             if kind != "string" or not all(isinstance(m, str) for m in node["enum"]):
                 return None
             parts.append(f"{var} in {const(frozenset(node['enum']))}")
         if finite and kind == "number":
             parts.append(f"_isfinite({var})")
-        for key, op in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")):
+        for key, op, _ in _FAST_BOUNDS:
             if key in node and kind in ("number", "integer"):
                 parts.append(f"{var} {op} {const(node[key])}")
         if kind == "string":
@@ -332,7 +339,7 @@ def compile_check(schema: Mapping, finite: bool = False):
                     return None
                 parts.append(child_expr if name in required else f"({name!r} not in {var} or {child_expr})")
         body = " and ".join(parts)
-        return f"({var} is None or ({body}))" if "null" in types else f"({body})"
+        return f"({var} is None or ({body}))" if nullable else f"({body})"
 
     source = expr(schema, "v")
     if source is None:
