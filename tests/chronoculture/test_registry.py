@@ -211,7 +211,7 @@ def test_every_issp_question_can_form_a_pair():
                  if s.module == question.topic and s.year.fixed and s.id not in question.absent}
         assert len(years) >= 2, (question.id, sorted(years))
     dropped = {"issp_fam_men_more_housework", "issp_fam_children_careers",
-                                "issp_fam_sex_before_marriage", "issp_fam_sex_outside_marriage"}
+               "issp_fam_sex_before_marriage", "issp_fam_sex_outside_marriage"}
     assert not dropped & {q.id for q in registry.questions}
 
 
