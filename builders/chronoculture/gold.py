@@ -126,21 +126,32 @@ def _code_flags(option_codes, invalid_codes, not_asked_codes) -> dict[float, lis
 def _integer_slots(ans: np.ndarray, n_groups: int):
     """(lowest code, number of codes R, slot per respondent) where every answer is an integer or
     empty and the group x code table is small: slot = code - lowest, R for an empty answer.
-    None otherwise (no answers, answers with decimals, infinities, a very wide range of codes)."""
+    None otherwise (no answers, answers with decimals, infinities, a very wide range of codes).
+
+    The answers are cast to integers once; an answer the cast changes is empty (NaN) or not an
+    integer code, and only those few are looked at again."""
     if not ans.size:
         return None
-    low, high = np.fmin.reduce(ans), np.fmax.reduce(ans)  # empty answers (NaN) ignored
-    if np.isnan(low):
-        low = high = 0.0
-    if not (np.isfinite(low) and np.isfinite(high)) or (high - low + 2) * (n_groups + 1) > LOOKUP_CELLS:
+    with np.errstate(invalid="ignore"):  # NaN and infinities have no integer: caught just below
+        slots = ans.astype(np.intp)
+    changed = slots != ans
+    empty = None
+    if changed.any():
+        empty = np.flatnonzero(changed)
+        if not np.isnan(ans[empty]).all():  # a code with decimals, an infinity or a code beyond intp
+            return None
+        present = np.delete(slots, empty) if empty.size < ans.size else np.zeros(1, dtype=np.intp)
+        low, high = int(present.min()), int(present.max())
+    else:
+        low, high = int(slots.min()), int(slots.max())
+    if (high - low + 2) * (n_groups + 1) > LOOKUP_CELLS:
         return None
-    width = int(high - low) + 1
-    shifted = ans - low
-    shifted[np.isnan(shifted)] = width
-    slots = shifted.astype(np.intp)
-    if np.subtract(shifted, slots, out=shifted).any():  # a code with decimals
-        return None
-    return low, width, slots
+    width = high - low + 1
+    if low:
+        slots -= low
+    if empty is not None:
+        slots[empty] = width
+    return float(low), width, slots
 
 
 def tabulate(
@@ -155,11 +166,14 @@ def tabulate(
     """Per-group tabulation of one question's answers.
 
     Integer answer codes (every real file) go through integer lookup tables: each
-    respondent's code becomes a slot (code - lowest code), one unweighted bincount over
-    slot x group x usable weight gives every count, and one weighted bincount over
-    option x group gives the weighted totals, each bin summed in respondent order as a
-    sum over the valid respondents alone would be (the others add 0.0). Other answers
-    (decimals) take the sorted-code path; both give the same tabulation.
+    respondent's code becomes a slot (code - lowest code) and one key, slot x group x
+    usable weight. One unweighted bincount over the key gives every count; one weighted
+    bincount over the same key gives the weighted totals of the codes, which are those of
+    the options when each option has one code in the file. An option of several codes
+    present together gets its own weighted bincount over option x group. Either way each
+    bin is summed in respondent order, as a sum over the valid respondents alone would be
+    (the others add 0.0). Other answers (decimals) take the sorted-code path; both give the
+    same tabulation.
     """
     ans = np.asarray(answers, dtype=np.float64)
     flags = _code_flags(option_codes, invalid_codes, not_asked_codes)
@@ -185,26 +199,34 @@ def tabulate(
     empty_slot = np.zeros(width + 1, dtype=bool)
     empty_slot[width] = not_asked_slot[width] = True
     invalid_slot[width] = False
+    is_option = option_of_slot < k
+    option_slots = np.flatnonzero(is_option)
+    one_code_each = np.bincount(option_of_slot[option_slots], minlength=k).max(initial=0) <= 1
 
-    # option x group (k: no option) and slot x group x usable weight per respondent (the last
-    # group: respondents in no group), computed in place
-    option_key = option_of_slot[slot]
-    option_key *= n_groups + 1
-    option_key += group_or_out
+    if not one_code_each:  # option x group (k: no option; the last group: respondents in none)
+        option_key = option_of_slot[slot]
+        option_key *= n_groups + 1
+        option_key += group_or_out
+    # slot x group x usable weight per respondent, computed in place
+    size = (width + 1) * 2 * (n_groups + 1)
     slot *= 2 * (n_groups + 1)
     slot += group_and_ok
-    table = np.bincount(slot, minlength=(width + 1) * 2 * (n_groups + 1)).reshape(width + 1, n_groups + 1, 2)[:, :n_groups]
+    table = np.bincount(slot, minlength=size).reshape(width + 1, n_groups + 1, 2)[:, :n_groups]
+    if one_code_each:
+        by_code = np.bincount(slot, weights=weight_if_ok, minlength=size).reshape(width + 1, n_groups + 1, 2)
+        totals = np.zeros((n_groups, k))
+        totals[:, option_of_slot[option_slots]] = by_code[option_slots, :n_groups, 1].T
+    else:
+        totals = np.bincount(option_key, weights=weight_if_ok,
+                             minlength=(k + 1) * (n_groups + 1)).reshape(k + 1, n_groups + 1)[:k, :n_groups].T
     by_slot = table.sum(axis=2)  # (slots, groups)
-    is_option = option_of_slot < k
     to_option = np.zeros((width + 1, k), dtype=np.int64)
-    to_option[np.flatnonzero(is_option), option_of_slot[is_option]] = 1
+    to_option[option_slots, option_of_slot[option_slots]] = 1
     counts = by_slot.T @ to_option
     n_valid = table[is_option, :, 1].sum(axis=0)
     n_answered = counts.sum(axis=1)
     n_all = by_slot.sum(axis=0)
     n_not_asked = by_slot[not_asked_slot].sum(axis=0)
-    totals = np.bincount(option_key, weights=weight_if_ok,
-                         minlength=(k + 1) * (n_groups + 1)).reshape(k + 1, n_groups + 1)[:k, :n_groups].T
 
     per_slot = by_slot.sum(axis=1)
     invalid_codes_seen = Counter({_plain(code_of_slot[s]): int(per_slot[s])

@@ -95,8 +95,12 @@ def pair_noise(golds, values, pair_ids, seed: int, draws: int = NOISE_DRAWS,
     """
     distances = np.empty((len(golds), draws))
     by_scale: dict[tuple, list[int]] = {}
+    scale_of: dict = {}  # (options, values) -> their positions, worked out once per scale
     for i, (gold, vals) in enumerate(zip(golds, values, strict=True)):
-        by_scale.setdefault(tuple(option_positions(len(gold), vals).tolist()), []).append(i)
+        key = (len(gold), None if vals is None else tuple(vals))
+        if key not in scale_of:
+            scale_of[key] = tuple(option_positions(len(gold), vals).tolist())
+        by_scale.setdefault(scale_of[key], []).append(i)
     for scale, members in by_scale.items():
         positions = np.array(scale)
         gaps, span = np.diff(positions), respondents * (positions[-1] - positions[0])
@@ -119,8 +123,14 @@ def pair_rng(seed: int, pair_id: str) -> np.random.Generator:
 
 
 def top_two_margin(p) -> float:
-    top = np.sort(np.asarray(p, dtype=float))[::-1]
-    return float(top[0] - top[1])
+    """The largest proportion minus the second largest (the same float numpy's sort gives)."""
+    second, first = sorted(p.tolist() if isinstance(p, np.ndarray) else map(float, p))[-2:]
+    return first - second
+
+
+def mode_index(p: list[float]) -> int:
+    """The option with the largest proportion, the first of a tie (as numpy's argmax)."""
+    return max(range(len(p)), key=p.__getitem__)
 
 
 def choose_periods(question: Question, cells: list[Cell], newer_wave: int | None,
@@ -235,8 +245,8 @@ def build_records(
             "years": [{"year": c.year, "wave": c.wave, "gold": c.gold.tolist(), "n": c.n} for c in available],
             "messages": templates.distribution(country.name, question.text, labels, None),
         })
-        mode_old, mode_new = int(np.argmax(old.gold)), int(np.argmax(new.gold))
-        margin_old, margin_new = top_two_margin(old.gold), top_two_margin(new.gold)
+        mode_old, mode_new = mode_index(g_old), mode_index(g_new)
+        margin_old, margin_new = top_two_margin(g_old), top_two_margin(g_new)
         changed = mode_old != mode_new
         pairs[-1]["_mode_changed"] = changed  # for the summary; removed before writing
         if min(margin_old, margin_new) < MCQ_MARGIN - MARGIN_TOLERANCE:

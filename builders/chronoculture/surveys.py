@@ -152,18 +152,20 @@ def labelled_extras(meta: FileMeta, question: Question, source: SourceRef | None
 
 
 def _map_codes(values: np.ndarray, lookup) -> tuple[np.ndarray, dict]:
-    """Map each distinct value once; returns (alpha3 per respondent or '', {value: n unmapped})."""
+    """Map each distinct value once; returns (alpha3 per respondent or '', {value: n unmapped}).
+
+    The array is factorised as it is (a pandas Series of text would first be copied into
+    Arrow strings)."""
     import pandas as pd
 
-    series = pd.Series(values)
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    found = [lookup(u) for u in uniques]
+    codes, uniques = pd.factorize(np.asarray(values), use_na_sentinel=True)
+    found = [lookup(u) for u in uniques.tolist()]
     mapped = np.array([c.alpha3 if c is not None else "" for c in found] + [""], dtype=object)
     alpha = mapped[codes]  # code -1 (missing) -> the last entry, ""
     unmapped = Counter()
     bad = alpha == ""
     if bad.any():
-        for value, count in series[bad].value_counts(dropna=False).items():
+        for value, count in pd.Series(np.asarray(values)[bad]).value_counts(dropna=False).items():
             unmapped[value] += int(count)
     return alpha, dict(unmapped)
 
@@ -173,15 +175,15 @@ def _group_index(alpha: np.ndarray, period: np.ndarray, keep: np.ndarray, weight
     """Groups of (alpha3, period) over kept rows, in sorted order; returns the index and group ids."""
     import pandas as pd
 
-    country_codes, country_names = pd.factorize(pd.Series(alpha[keep]), sort=True)
-    period_codes, period_values = pd.factorize(pd.Series(period[keep]), sort=True)
+    country_codes, country_names = pd.factorize(alpha[keep], sort=True)
+    period_codes, period_values = pd.factorize(np.asarray(period)[keep], sort=True)
     combined = country_codes.astype(np.int64) * len(period_values) + period_codes
     used, dense = np.unique(combined, return_inverse=True)  # sorted by (country, period)
     group = np.full(len(alpha), -1, dtype=np.int64)
     group[keep] = dense
     weight_ok, _ = weight_status(weight)
-    keys = [key_of(countries.by_alpha3[country_names[c // len(period_values)]], period_values[c % len(period_values)])
-            for c in used]
+    names, periods = country_names.tolist(), period_values.tolist()
+    keys = [key_of(countries.by_alpha3[names[c // len(periods)]], periods[c % len(periods)]) for c in used.tolist()]
     return GroupIndex(group, keys, np.asarray(weight, dtype=np.float64), weight_ok), group
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from histbench.builders.chronoculture.gold import GroupIndex, tabulate, weight_status
+from histbench.builders.chronoculture.gold import MIN_RESPONDENTS, GroupIndex, tabulate, weight_status
 
 
 def _index(group, weight):
@@ -89,10 +89,12 @@ def test_groups_are_tabulated_independently_with_weights():
 
 
 @pytest.mark.parametrize("negative_invalid", [False, True])
-def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid):
+@pytest.mark.parametrize("first_option", [(1.0, 2.0), (1.0,)], ids=["two codes, one option", "one code each"])
+def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid, first_option):
     """The lookup-table path (integer codes) and the sorted-code path give the same tabulation, bit for
     bit: empty answers, negative and invalid codes, a not-asked code, codes that are neither option nor
-    invalid, two codes forming one option, unusable weights, respondents in no group."""
+    invalid, two codes forming one option (its own weighted count) or one code per option (the weighted
+    count by code), unusable weights, respondents in no group."""
     from histbench.builders.chronoculture.gold import _code_flags, _tabulate_sorted
 
     rng = np.random.default_rng(11)
@@ -105,7 +107,7 @@ def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid)
     answers = rng.choice([-5, -4, -2, -1, 1, 2, 3, 4, 5, 7, 8, 9, 97, np.nan], n,
                          p=[.02, .05, .02, .03, .2, .2, .15, .15, .1, .01, .03, .02, .01, .01])
     answers[group == 4] = -4.0  # one group never asked
-    options, invalid, not_asked = [(1.0, 2.0), (3.0,), (4.0,), (5.0,)], (8.0, 9.0, -1.0), (-4.0,)
+    options, invalid, not_asked = [first_option, (3.0,), (4.0,), (5.0,)], (8.0, 9.0, -1.0), (-4.0,)
     index = _index(group, weight)
     fast = tabulate(answers, index, options, invalid, not_asked, negative_invalid=negative_invalid,
                     min_respondents=100)
@@ -128,6 +130,14 @@ def test_integer_lookup_tables_give_the_sorted_code_tabulation(negative_invalid)
         assert ten.gold(g).tobytes() == (row / row.sum()).tobytes()
     decimals = np.where(answers == 5, 4.5, answers)  # a decimal code: the sorted path
     assert tabulate(decimals, index, options, invalid, not_asked).unregistered_codes[4.5] > 0
+    for odd in (np.full(n, np.nan), np.where(answers == 5, np.inf, answers), np.where(answers == 5, 2.0**70, answers)):
+        # nothing but empty answers, an infinity, a code beyond the integers: each as the sorted path has it
+        lookup = tabulate(odd, index, options, invalid, not_asked, negative_invalid=negative_invalid)
+        sorted_ = _tabulate_sorted(odd, index, len(options), _code_flags(options, invalid, not_asked),
+                                   negative_invalid, MIN_RESPONDENTS)
+        assert lookup.totals.tobytes() == sorted_.totals.tobytes() and lookup.status == sorted_.status
+        assert lookup.missing_answers == sorted_.missing_answers
+        assert lookup.unregistered_codes == sorted_.unregistered_codes
 
 
 # ---------------------------------------------------------------- West and East Germany pooled (GESIS factors)

@@ -13,9 +13,11 @@ from histbench.builders.chronoculture.pairs import (
     NOISE_RESPONDENTS,
     Cell,
     build_records,
+    mode_index,
     pair_noise,
     pair_rng,
     sampling_noise,
+    top_two_margin,
 )
 from histbench.builders.chronoculture.prompts import PromptTemplates
 from histbench.builders.chronoculture.registry import Option, Question
@@ -77,6 +79,19 @@ def test_noise_of_all_pairs_at_once_gives_the_numbers_of_one_pair_at_a_time():
     together = pair_noise(golds, values, ids, 9).tolist()
     assert together == [list(sampling_noise(g, v, pair_rng(9, pid))) for g, v, pid in zip(golds, values, ids, strict=True)]
     assert pair_noise(golds[::-1], values[::-1], ids[::-1], 9).tolist() == together[::-1]
+
+
+def test_a5_mode_and_margin_are_numpy_argmax_and_sorted_difference():
+    """A.5's mode (the first option of a tie, as numpy's argmax) and the margin of the two largest
+    proportions (the float numpy's sort gives), on plain lists as the build passes them."""
+    rng = np.random.default_rng(3)
+    golds = [rng.dirichlet(np.ones(k)) for k in rng.choice([2, 3, 5, 10], 200)]
+    golds += [np.array([0.4, 0.4, 0.2]), np.array([0.2, 0.4, 0.4]), np.array([0.5, 0.5]), np.full(4, 0.25)]
+    for gold in golds:
+        top = np.sort(gold)
+        assert mode_index(gold.tolist()) == int(np.argmax(gold))
+        assert top_two_margin(gold.tolist()) == top_two_margin(gold) == float(top[-1] - top[-2])
+    assert [mode_index(g) for g in ([0.4, 0.4, 0.2], [0.2, 0.4, 0.4])] == [0, 1]
 
 
 def _question(qid="issp_q", k=4):

@@ -44,7 +44,8 @@ def test_user_prompt_content_follows_3_7_and_a4():
 
 
 @pytest.mark.parametrize("text", ["In $year, $country: ${question}\n$options", "$$5 and $x$$", "", "plain text",
-                                  "ends with $", "bad $1 placeholder", "${x}${x}$year"])
+                                  "ends with $", "bad $1 placeholder", "${x}${x}$year", "{\"$x\": <percent>} }{ {{y}}",
+                                  "{0} {x} {$x} {year!r:>9}"])
 def test_templates_render_as_string_template_substitute(text):
     """The build renders each template from its text and placeholders split once; the result,
     and the error for an unknown or malformed placeholder, are string.Template.substitute's."""
