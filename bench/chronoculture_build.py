@@ -389,6 +389,9 @@ def child_build(folder: Path, plan: dict, width: str) -> dict:
     out = run_build(BUILDER, {"wvs": folder / plan["wvs"][width]["path"],
                               "issp": [folder / s["path"] for s in plan["issp"]]}, out_root=folder / f"build_{width}")
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu
+    if reads["files"] != 1 + len(plan["issp"]):  # the build no longer reads through pyreadstat's module functions
+        raise SystemExit(f"the build's own reads were clocked for {reads['files']} of {1 + len(plan['issp'])} "
+                         f"files: bench/chronoculture_build.py must clock them where the build now calls pyreadstat")
     manifest = json.loads((out / "histbench.json").read_text())
     s = manifest["summary"]
     located = sum(len(f["questions_located_by_label"]) for f in s["exclusions"]["respondents_per_file"])
