@@ -32,11 +32,10 @@ from histbench.core.errors import SourceError
 from .countries import Country, CountryTable
 from .gold import GroupIndex, weight_status
 from .locate import (
-    Located,
     answer_codes,
     is_non_answer,
     locate_country,
-    locate_question,
+    locate_questions,
     locate_weight,
     locate_year,
     normal,
@@ -66,6 +65,8 @@ class FileReport:
     value_label_check: bool = True
     missing_questions: list[str] = field(default_factory=list)
     located: dict[str, str] = field(default_factory=dict)  # question id -> "variable (how)"
+    located_labels: dict[str, str] = field(default_factory=dict)  # question id -> the found variable's label
+    pinned: dict[str, str] = field(default_factory=dict)  # question id -> variable pinned in the registry
     not_located: dict[str, str] = field(default_factory=dict)  # question id -> reason
     csv_text_answers: dict[str, int] = field(default_factory=dict)  # variable -> answers mapped from labels
     variables: dict[str, str] = field(default_factory=dict)  # role -> variable (and how it was found)
@@ -79,6 +80,7 @@ class FileReport:
             "value_labels_checked": self.value_label_check, "registry_variables_missing": self.missing_questions,
             "variables": self.variables, "questions_located_by_label": self.located,
             "questions_not_found": self.not_located, "csv_answers_mapped_from_labels": self.csv_text_answers,
+            "variable_labels_of_questions_located": self.located_labels, "questions_pinned": self.pinned,
             "reunification_factors": self.reunification,
         }
 
@@ -384,30 +386,37 @@ def _study_variables(meta: FileMeta, study: Study, registry: Registry, countries
 def _located_sources(meta: FileMeta, study: Study, entries, report: FileReport) -> list:
     """Pinned entries as given; questions to locate are looked for by label (found -> a SourceRef).
 
-    A variable pinned for another question, or found for two questions, is nobody's find:
-    the questions concerned are reported as not found (pin the right one in the registry).
+    Two questions pinned to one variable stop the build (one variable holds one question). A
+    variable pinned for another question, or found for two questions, is nobody's find: the
+    questions concerned are refused (locate.locate_questions), with the candidates and why.
     """
-    pinned = {meta.column(s.variable) or s.variable for _, s in entries if s is not None}
-    out, found_by = [], {}
+    pinned: dict[str, str] = {}
+    for question, source in entries:
+        if source is None:
+            continue
+        column = meta.column(source.variable) or source.variable
+        if column in pinned:
+            raise SourceError(
+                f"registry study {study.id} pins variable {source.variable} for two questions ({pinned[column]} and "
+                f"{question.id}); one variable holds one question: correct the registry's sources",
+                file=meta.path, field=source.variable,
+            )
+        pinned[column] = question.id
+        report.pinned[question.id] = source.variable
+    located, refused = locate_questions(meta, [q for q, s in entries if s is None], exclude=set(pinned))
+    out = []
     for question, source in entries:
         if source is not None:
             out.append((question, source))
             continue
-        found = locate_question(meta, question, exclude=pinned)
-        if isinstance(found, Located):
-            found_by.setdefault(found.variable, []).append((question, found))
-        else:
-            report.not_located[question.id] = found
-    for variable, claims in found_by.items():
-        if len(claims) > 1:
-            names = ", ".join(q.id for q, _ in claims)
-            for question, _ in claims:
-                report.not_located[question.id] = f"{variable} fits several questions ({names}): pin it in the registry"
+        if question.id in refused:
+            report.not_located[question.id] = refused[question.id].message
             continue
-        question, found = claims[0]
+        found = located[question.id]
         invalid = tuple(sorted(set(found.invalid) | (set(question.invalid_codes) - {c for g in found.codes for c in g})))
         out.append((question, SourceRef(study.id, found.variable, found.codes, invalid, found.how)))
         report.located[question.id] = f"{found.variable} ({found.how})"
+        report.located_labels[question.id] = found.label
     return out
 
 
