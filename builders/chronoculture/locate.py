@@ -225,13 +225,13 @@ def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...]
         else:
             codes = []
             break
+    another_order = False
     if codes and len(set(codes)) == len(codes):  # extra labelled answer codes show up in the 3.2 scale check
         if _order(codes) == _order(registry_codes):
             return tuple((c,) for c in codes), "label"
         if _order(codes) == tuple(reversed(_order(registry_codes))):
             return tuple((c,) for c in codes), "label, reversed"
-        return (f"value labels ({found}) carry the options in another order than the registry's ({wanted}), "
-                "neither the same nor reversed")
+        another_order = True
     # labels written shorter ("Def should", "Not imp at all"): the file's K answer codes, read in
     # the registry's order or reversed, each agreeing with its option (no code is taken by position alone)
     ordered = sorted(answers)
@@ -249,6 +249,9 @@ def match_options(question, labels: dict) -> tuple[tuple[tuple[float, ...], ...]
         if len(fits) == 1:
             codes_found, reverse = fits[0]
             return codes_found, "label, abbreviated value labels" + (", reversed" if reverse else "")
+    if another_order:
+        return (f"value labels ({found}) carry the options in another order than the registry's ({wanted}), "
+                "neither the same nor reversed")
     return f"value labels ({found}) do not carry the options ({wanted})"
 
 
