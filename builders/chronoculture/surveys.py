@@ -219,12 +219,12 @@ def _require_usable_weights(meta: FileMeta, index: GroupIndex, variable: str | N
 
 def _csv_labels(question: Question, source: SourceRef | None, missing: dict) -> dict:
     """{label: code} for a CSV export that holds answers as labels: the registry's options
-    (and their aliases) and the survey's non-answer labels."""
-    table = dict(missing)
+    (and their aliases), then the survey's non-answer labels (an option's label wins)."""
+    table = {}
     for option, codes in zip(question.options, question.codes_for(source), strict=True):
         for text in (option.label, *option.aliases):
             table[text] = codes[0]
-    return table
+    return {**table, **{k: v for k, v in missing.items() if k not in table}}
 
 
 # A CSV export's non-answer labels -> the ISSP codes for them (up to 2009, then from 2010 on)

@@ -270,6 +270,10 @@ def test_labelled_csv_answer_the_registry_cannot_map(build, registry_file, tmp_p
     with pytest.raises(SourceError, match=r"answers as text that the registry cannot map to codes \('Rather happy'\)") as info:
         build(wvs=path, registry=registry_file(), allow_missing_questions=True)
     assert (info.value.row, info.value.field) == (3, "A008")
+    # issue 40: the message names the options it expected (not only the non-answer labels) and what it found
+    assert ("labels expected (the registry's options, then non-answers): 'Very happy', 'Quite happy', "
+            "'Not very happy', 'Not at all happy', \"Don't know\"") in info.value.message
+    assert "labels found: 'Very happy', 'Rather happy'" in info.value.message
 
 
 def test_labelled_issp_csv_export(issp_file, build, registry_file, tmp_path):
