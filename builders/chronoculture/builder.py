@@ -223,6 +223,11 @@ def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scal
             for qid, why in sorted(r.not_located.items()):  # refusals among candidates (not a plain absence)
                 if "no variable label matches" not in why:
                     ctx.log(f"  refused: {why}")
+        if r.german_samples_without_factors:
+            ctx.log(f"warning: {r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
+                    f"into one Germany without reunification factors (the registry documents none for study "
+                    f"{r.study}), so each sample counts with its own weights only; give the study's "
+                    "`reunification:` from its GESIS documentation")
         auto = [f"{role} {how}" for role, how in r.variables.items() if "found" in how or "none" in how]
         if auto:
             ctx.log(f"{r.file}: " + "; ".join(auto))

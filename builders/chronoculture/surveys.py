@@ -71,6 +71,7 @@ class FileReport:
     csv_text_answers: dict[str, int] = field(default_factory=dict)  # variable -> answers mapped from labels
     variables: dict[str, str] = field(default_factory=dict)  # role -> variable (and how it was found)
     reunification: dict | None = None  # GESIS's West/East German factors applied to the weights
+    german_samples_without_factors: list[str] = field(default_factory=list)  # pooled, no documented factors
 
     def to_json(self) -> dict:
         return {
@@ -82,6 +83,7 @@ class FileReport:
             "questions_not_found": self.not_located, "csv_answers_mapped_from_labels": self.csv_text_answers,
             "variable_labels_of_questions_located": self.located_labels, "questions_pinned": self.pinned,
             "reunification_factors": self.reunification,
+            "german_samples_pooled_without_factors": self.german_samples_without_factors,
         }
 
 
@@ -99,6 +101,14 @@ def _label(meta: FileMeta, column: str, code) -> str:
     label = meta.labels(column).get(float(code)) if _is_number(code) else None
     shown = _shown(code)
     return f"{shown} ({label})" if label else shown
+
+
+def _printable(text: str, limit: int = 60) -> str:
+    """A file's own text for a console line: one line, no control characters, at most `limit` characters."""
+    import re
+
+    shown = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", "?", " ".join(str(text).split()))
+    return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
 def _is_number(value) -> bool:
@@ -485,7 +495,17 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
                              () if text else (country.variable,)), labelled_columns=report.csv_text_answers)
     report.respondents = n = len(frame[country.variable])
 
-    alpha, _ = _map_codes(frame[country.variable], _country_lookup(country, meta, countries))
+    lookup, german = _country_lookup(country, meta, countries), []
+
+    def looked_up(code):  # each distinct code once (_map_codes): note the samples read as Germany
+        found = lookup(code)
+        if found is not None and found.alpha3 == "DEU":
+            german.append(_printable(_label(meta, country.variable, code) if _is_number(code) else str(code)))
+        return found
+
+    alpha, _ = _map_codes(frame[country.variable], looked_up)
+    if len(german) > 1 and study.reunification is None:
+        report.german_samples_without_factors = sorted(german)
     bad = alpha == ""
     if bad.any():
         codes = Counter(frame[country.variable][bad])
