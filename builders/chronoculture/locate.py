@@ -8,18 +8,21 @@ user's file, and every choice it makes is reported (console, summary, `--discove
 
 - **question variables**: the variables whose label matches the question's pattern
   (case-insensitive regular expression; country-specific variables such as `DE_V5` are
-  skipped), kept only if their value labels carry the question's options. Options are
-  matched to value labels by text (rapidfuzz token-sort ratio >= 90 on lower-cased,
-  punctuation-free labels, so "Agree strongly" matches "Strongly agree"); when the
-  labels differ in wording but the file's answer codes are exactly 1..K for K options,
-  the codes are taken in questionnaire order ("by position": ISSP codes every replicated
-  item in the order of its answer boxes). A variable matched by its value labels beats
-  one matched by position. Exactly one variable must qualify; none or several is
-  reported and the question is left out for that file.
-- **invalid codes** of a located variable: negative codes and codes whose (short) label
-  reads like a non-answer (can't choose, don't know, no answer, not applicable, not
-  available such as ZA5400's "NAV (PT)", refused; an answer such as "I don't know whether
-  there is a God ..." is not one).
+  skipped), kept only if their value labels are the question's options: each option
+  matched to its own code by text (rapidfuzz token-sort ratio >= 90 on lower-cased,
+  punctuation-free labels, so "Agree strongly" matches "Strongly agree"), or the file's K
+  answer codes each labelled with its option written shorter ("Def should" for
+  "Definitely should be", `abbreviates`); the codes must run in the registry's order or in
+  reverse (a reversed scale is read reversed). A numeric scale's two end labels must say
+  which end is which (1 "Top" .. 10 "Bottom" is read reversed). Nothing is taken by
+  position alone. Exactly one variable must qualify, and one variable holds one question
+  (`locate_questions`); otherwise `NotLocated` says which question, which candidates and
+  why each was refused, and the question is left out for that file.
+- **invalid codes** of a located variable: negative codes and codes whose label says, in its
+  first clause, that there is no answer (can't choose, don't know, no answer, not
+  applicable, not available such as ZA5400's "NAV (PT)" or "Not available (BG, CL, ...)",
+  refused), however long the label; an answer such as "I don't know whether there is a
+  God ..." is not one.
 - **country**: `C_ALPHAN` (alpha-2 codes with sample suffixes such as DE-W, GB-NIR),
   else the first numeric variable named country / C_SAMPLE / V4 / V3 (or labelled
   "country") whose value labels name countries of the country table for at least 80% of

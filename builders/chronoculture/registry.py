@@ -105,7 +105,7 @@ class SourceRef:
     """Where one ISSP study holds a question; codes/invalid override the question's.
 
     `located` says how the variable was found: None for a source pinned in the registry,
-    else a short description ("label", "label, codes by position") of a variable found
+    else a short description ("label", "label, abbreviated value labels, reversed") of a variable found
     in the file by the question's label pattern.
     """
 
