@@ -74,27 +74,26 @@ def normal(text) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
 
 
-# A label says "no answer" by its first clause: "Not available (BG, CL, ...)", "NAP, other countries",
-# "Can't choose/ Don't know", "8 NA"; not "I don't know whether there is a God ..." nor "Don't know
-# whether ..." (an answer that goes on with what is not known).
+# A label says "no answer" when one of its clauses is a non-answer: "Not available (BG, CL, ...)",
+# "NAP, other countries", "Can't choose/ Don't know", "8 NA", "Does not apply/NA"; not "I don't know
+# whether there is a God ..." nor "Don't know whether ..." (an answer that goes on with what is not known).
 NON_ANSWER_FIRST = re.compile(
     r"^(?:don.?t know|do not know|can.?t choose|cannot choose|can.?t say|no answer|not applicable|nap|refused|"
     r"refusal|missing|not asked|dk|na|nav|inapplicable|no response|not available|no opinion|undecided|"
-    r"unknown|other countries)\b(?!\s+(?:whether|if|what|which|how|where|who|that)\b)",
+    r"unknown)\b(?!\s+(?:whether|if|what|which|how|where|who|that)\b)",
     re.IGNORECASE,
 )
 
 
 def is_non_answer(code: float, label: str) -> bool:
-    """Negative codes, and labels whose first clause says the respondent gave no answer (by what
-    it says, however long the rest: "Not available (BG, CL, ...)" is a missing-value label)."""
+    """Negative codes, and labels with a clause that says the respondent gave no answer (by what it
+    says, however long the label: "Not available (BG, CL, ...)" is a missing-value label)."""
     if code < 0:
         return True
     text = _unidecode(str(label)).strip()
     text = re.sub(r"^\s*-?\d+\s*[.):=-]?\s+", "", text)  # a leading code: "8 Can't choose", "-9. NA"
-    text = text.lstrip(" ([{'\"*-").strip()
-    first = re.split(r"[,;:/(\[]", text, maxsplit=1)[0].strip()
-    return bool(NON_ANSWER_FIRST.match(first))
+    clauses = (c.strip(" '\"*-.") for c in re.split(r"[,;:/()\[\]{}]", text))
+    return any(NON_ANSWER_FIRST.match(c) for c in clauses if c)
 
 
 def _numeric_codes(labels: dict) -> dict[float, str]:

@@ -153,6 +153,19 @@ def test_a_variable_pinned_for_two_questions_stops_the_build(tmp_path, registry_
         load_registry(registry_file(registry_data))
 
 
+@pytest.mark.parametrize("label, missing", [
+    ("Not available (BG, CL, CY, LV, PH, RU, SK)", True), ("Not applicable/ not available: NZ, ZA, SE", True),
+    ("NAV (PT)", True), ("Can't choose, don't know", True), ("Does not apply/NA", True), ("8. No answer", True),
+    ("NAP (Code 0 in countries that did not ask the question: AT, BE, CH, ...)", True),
+    ("I don't know whether there is a God and I don't believe there is any way to find out", False),
+    ("Don't know whether to agree", False), ("Not important at all", False), ("Navigator", False), ("None", False),
+])
+def test_missing_value_labels_are_read_by_meaning_not_length(label, missing):
+    from histbench.builders.chronoculture.locate import is_non_answer
+
+    assert is_non_answer(0, label) is missing
+
+
 # ------------------------------------------------------------------ property: an outside generator of decoys
 CASES = {  # question -> (labels of the true item, labels of decoys its pattern also matches)
     "issp_rog_jobs": (["GOVT RESP: PROVIDE JOB FOR EVERYONE", "Q7a Gov responsibility: provide job for everyone"],

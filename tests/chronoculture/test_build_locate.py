@@ -183,7 +183,7 @@ def test_abbreviated_and_reversed_value_labels_are_read_by_what_they_say(tmp_pat
     assert "do not carry" in match_options(ahead, {1: "Essential", 2: "Very imp", 3: "Fairly imp", 4: "Very imp",
                                                    5: "Imp at all"})
     agree = {1: "Agree strongly", 2: "Agree", 3: "Neither agree nor disagree", 4: "Disagree", 5: "Disagree strongly"}
-    trust = {q.id: q for q in registry.issp_questions}["issp_rog_trust_government"]
+    trust = {q.id: q for q in registry.issp_questions}["issp_si_top_corrupt"]
     assert match_options(trust, agree)[1] == "label"  # word order and aliases: "Agree strongly" = "Strongly agree"
     assert "do not carry the options" in match_options(jobs, {1: "Yes", 2: "No", 3: "Maybe"})
     # an answer that says "don't know" is an answer, not a non-answer (found by the benchmark)
