@@ -477,6 +477,7 @@ def _markdown(s: dict) -> str:
                 for f in ex["respondents_per_file"] for qid, where in sorted(f["questions_located_by_label"].items())]
         if rows:
             out += ["", "Each variable found by its label (check it against the codebook, then pin it in the "
-                        "registry's `sources`), beside the number of questions the registry pins in the same file:",
-                    "", _table(["question", "file:variable", "variable label", "how", "pinned in the file"], rows)]
+                        "registry's `sources`), beside the number of questions the registry pins for the file's study "
+                        "(`questions_pinned` in histbench.json):",
+                    "", _table(["question", "file:variable", "variable label", "how", "pinned for the study"], rows)]
     return "\n".join(out)

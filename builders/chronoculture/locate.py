@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -88,9 +89,13 @@ NON_ANSWER_FIRST = re.compile(
 def is_non_answer(code: float, label: str) -> bool:
     """Negative codes, and labels with a clause that says the respondent gave no answer (by what it
     says, however long the label: "Not available (BG, CL, ...)" is a missing-value label)."""
-    if code < 0:
-        return True
-    text = _unidecode(str(label)).strip()
+    return code < 0 or _says_no_answer(str(label))
+
+
+@lru_cache(maxsize=8192)
+def _says_no_answer(label: str) -> bool:
+    # once per distinct label: a build asks about the same few scales' labels in every file
+    text = (label if label.isascii() else _unidecode(label)).strip()
     text = re.sub(r"^\s*-?\d+\s*[.):=-]?\s+", "", text)  # a leading code: "8 Can't choose", "-9. NA"
     clauses = (c.strip(" '\"*-.") for c in re.split(r"[,;:/()\[\]{}]", text))
     return any(NON_ANSWER_FIRST.match(c) for c in clauses if c)
