@@ -201,7 +201,10 @@ def test_abbreviated_and_reversed_value_labels_are_read_by_what_they_say(tmp_pat
     codes, how = match_options(top, {1: "Top", 10: "Bottom", 98: "Can't choose", 99: "NA"})
     assert how == "label, numeric scale, reversed" and codes == tuple((float(c),) for c in range(10, 0, -1))
     assert "do not say which end" in match_options(top, {1: "1", 10: "10"})
-    assert "do not say which end" in match_options(top, {1: "Lowest", 10: "Highest"})
+    assert "do not say which end" in match_options(top, {1: "Left", 10: "Right"})
+    # the registry's end aliases: ZA5400 V44 is labelled "Bottom,Lowest,01" .. "Top,Highest,10"
+    assert match_options(top, {1: "Lowest", 10: "Highest"})[1] == "label, numeric scale"
+    assert match_options(top, {1: "Highest", 10: "Lowest"})[1] == "label, numeric scale, reversed"
 
 
 def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, build):
