@@ -220,7 +220,7 @@ def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scal
             for qid, found in sorted(r.located.items()):  # each one, so that a user can check it and pin it
                 variable, how = found.split(" (", 1)
                 ctx.log(f"  found by label: {qid} -> {r.file}:{variable} {r.located_labels.get(qid, '')!r} ({how}")
-            for qid, why in sorted(r.not_located.items()):  # refusals among candidates (not a plain absence)
+            for _, why in sorted(r.not_located.items()):  # refusals among candidates (not a plain absence)
                 if "no variable label matches" not in why:
                     ctx.log(f"  refused: {why}")
         if r.german_samples_without_factors:

@@ -223,7 +223,7 @@ def discover_issp(path: Path, registry, countries: CountryTable) -> tuple[dict, 
     if study is not None:
         out["study"] = study.id
         entries = registry.questions_of(study)
-        for question, source in entries:
+        for _, source in entries:
             if source is not None:
                 taken.add(meta.column(source.variable) or source.variable)
         # one variable for one question: a variable pinned or found for two questions is nobody's

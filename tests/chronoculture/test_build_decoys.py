@@ -21,11 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from histbench.builders.chronoculture.countries import CountryTable
 from histbench.builders.chronoculture.locate import Located, NotLocated, locate_question
 from histbench.builders.chronoculture.readers import read_meta
 from histbench.builders.chronoculture.registry import load_registry
-from histbench.builders.chronoculture.surveys import load_issp
 from histbench.core.errors import SourceError
 from histbench.core.resources import Resources
 
