@@ -217,6 +217,17 @@ def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scal
         if r.survey == "ISSP" and (r.located or r.not_located):
             ctx.log(f"{r.file} (study {r.study}): {len(r.located)} question(s) found by their label"
                     + (f"; {len(r.not_located)} not found ({_short(sorted(r.not_located), 6)})" if r.not_located else ""))
+            for qid, found in sorted(r.located.items()):  # each one, so that a user can check it and pin it
+                variable, how = found.split(" (", 1)
+                ctx.log(f"  found by label: {qid} -> {r.file}:{variable} {r.located_labels.get(qid, '')!r} ({how}")
+            for _, why in sorted(r.not_located.items()):  # refusals among candidates (not a plain absence)
+                if "no variable label matches" not in why:
+                    ctx.log(f"  refused: {why}")
+        if r.german_samples_without_factors:
+            ctx.log(f"warning: {r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
+                    f"into one Germany without reunification factors (the registry documents none for study "
+                    f"{r.study}), so each sample counts with its own weights only; give the study's "
+                    "`reunification:` from its GESIS documentation")
         auto = [f"{role} {how}" for role, how in r.variables.items() if "found" in how or "none" in how]
         if auto:
             ctx.log(f"{r.file}: " + "; ".join(auto))
@@ -371,6 +382,20 @@ def _short(names: list[str], shown: int = 8) -> str:
     return ", ".join(names[:shown]) + (", ... (all in histbench.json)" if len(names) > shown else "")
 
 
+def _cell(text) -> str:
+    """A file's own text (a variable label) as one Markdown table cell: no pipe, backtick or line break
+    ends the cell, and no HTML tag or link is made of it."""
+    import html
+
+    shown = _code(text).replace("[", "\\[").replace("]", "\\]")
+    return html.escape(shown, quote=False)
+
+
+def _code(text) -> str:
+    """A file's own name inside a `code span` of a table cell (shown as written, one cell)."""
+    return " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")
+
+
 def _pct(value) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
@@ -446,4 +471,13 @@ def _markdown(s: dict) -> str:
         out += ["", "ISSP variables found by their labels (the rest are pinned in the registry): "
                     + "; ".join(f"`{name}` {n} found, {m} not found" for name, n, m in found)
                     + " (variables and reasons in histbench.json)."]
+        rows = [[f"`{_code(qid)}`", f"`{_code(f['file'])}:{_code(where.split(' (', 1)[0])}`",
+                 _cell(f.get("variable_labels_of_questions_located", {}).get(qid, "")),
+                 _cell(where.split(" (", 1)[1].rstrip(")")), len(f.get("questions_pinned", {}))]
+                for f in ex["respondents_per_file"] for qid, where in sorted(f["questions_located_by_label"].items())]
+        if rows:
+            out += ["", "Each variable found by its label (check it against the codebook, then pin it in the "
+                        "registry's `sources`), beside the number of questions the registry pins for the file's study "
+                        "(`questions_pinned` in histbench.json):",
+                    "", _table(["question", "file:variable", "variable label", "how", "pinned for the study"], rows)]
     return "\n".join(out)

@@ -47,11 +47,10 @@ from histbench.core.progress import log, progress
 from .countries import CountryTable
 from .locate import (
     COUNTRY_SPECIFIC,
-    Located,
     answer_codes,
     is_non_answer,
     locate_country,
-    locate_question,
+    locate_questions,
     locate_weight,
 )
 from .readers import FileMeta, read_columns, read_meta
@@ -223,22 +222,27 @@ def discover_issp(path: Path, registry, countries: CountryTable) -> tuple[dict, 
     taken: set = set()
     if study is not None:
         out["study"] = study.id
-        for question, source in registry.questions_of(study):
+        entries = registry.questions_of(study)
+        for _, source in entries:
             if source is not None:
                 taken.add(meta.column(source.variable) or source.variable)
+        # one variable for one question: a variable pinned or found for two questions is nobody's
+        located, refused = locate_questions(meta, [q for q, s in entries if s is None], exclude=set(taken))
+        for question, source in entries:
+            if source is not None:
                 continue
-            found = locate_question(meta, question)
-            if isinstance(found, Located):
-                taken.add(found.variable)
-                ref: dict = {"variable": found.variable}
-                if list(found.codes) != question.codes_for(None):
-                    ref["codes"] = [[_plain(c) for c in group] if len(group) > 1 else _plain(group[0])
-                                    for group in found.codes]
-                if set(found.invalid) != set(question.invalid_codes):
-                    ref["invalid_codes"] = [_plain(c) for c in found.invalid]
-                out["sources"][question.id] = ref if len(ref) > 1 else found.variable
-            else:
-                out["not_found"][question.id] = found
+            if question.id in refused:
+                out["not_found"][question.id] = refused[question.id].message
+                continue
+            found = located[question.id]
+            taken.add(found.variable)
+            ref: dict = {"variable": found.variable}
+            if list(found.codes) != question.codes_for(None):
+                ref["codes"] = [[_plain(c) for c in group] if len(group) > 1 else _plain(group[0])
+                                for group in found.codes]
+            if set(found.invalid) != set(question.invalid_codes):
+                ref["invalid_codes"] = [_plain(c) for c in found.invalid]
+            out["sources"][question.id] = ref if len(ref) > 1 else found.variable
         study_id = study.id
     else:
         match = re.match(r"za\d{3,5}", path.name, re.IGNORECASE)

@@ -148,10 +148,14 @@ def _csv_text_to_codes(meta: FileMeta, column: str, values, labels: dict | None)
         shown = ", ".join(repr(u if len(u) <= 40 else u[:40] + "...") for u in unknown[:6])
         shown += " ..." if len(unknown) > 6 else ""
         first = int(np.flatnonzero(is_text.to_numpy() & text.isin(unknown).fillna(False).to_numpy())[0])
-        known = ", ".join(repr(k) for k in list(labels or {})[:8]) or "none"
+        expected = list(labels or {})
+        known = ", ".join(repr(k) for k in expected[:24]) + (" ..." if len(expected) > 24 else "") or "none"
+        seen = ", ".join(repr(v if len(v) <= 40 else v[:40] + "...") for v in list(distinct)[:12])
+        seen += " ..." if len(distinct) > 12 else ""
         raise SourceError(
-            f"the CSV holds answers as text that the registry cannot map to codes ({shown}); registry labels: {known}. "
-            "Export the file with numeric codes, or give these labels in the registry",
+            f"the CSV holds answers as text that the registry cannot map to codes ({shown}); labels expected "
+            f"(the registry's options, then non-answers): {known}; labels found: {seen}. "
+            "Export the file with numeric codes, or give these labels in the registry (an option's aliases)",
             file=meta.path, row=first + 2, field=column,
         )
     out = numbers.to_numpy(np.float64).copy()

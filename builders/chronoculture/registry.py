@@ -105,7 +105,7 @@ class SourceRef:
     """Where one ISSP study holds a question; codes/invalid override the question's.
 
     `located` says how the variable was found: None for a source pinned in the registry,
-    else a short description ("label", "label, codes by position") of a variable found
+    else a short description ("label", "label, abbreviated value labels, reversed") of a variable found
     in the file by the question's label pattern.
     """
 
@@ -571,4 +571,12 @@ def load_registry(path: Path) -> Registry:
         repeated = sorted({c for c in columns if columns.count(c) > 1})
         if repeated:
             raise where.error(", ".join(repeated), "a WVS variable is registered twice", "variable")
+    pins: dict[tuple[str, str], str] = {}
+    for question in issp_questions:  # one variable of a study holds one question (a --discover copy included)
+        for source in question.sources:
+            key = (source.study, source.variable.lower())
+            if key in pins:
+                raise where.error(f"{pins[key]}, {question.id}", f"both pin variable {source.variable} of study "
+                                  f"{source.study}; one variable holds one question", "sources")
+            pins[key] = question.id
     return Registry(path, wvs_settings, tuple(wvs_questions), tuple(studies), tuple(issp_questions), candidates)

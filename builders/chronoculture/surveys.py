@@ -32,11 +32,10 @@ from histbench.core.errors import SourceError
 from .countries import Country, CountryTable
 from .gold import GroupIndex, weight_status
 from .locate import (
-    Located,
     answer_codes,
     is_non_answer,
     locate_country,
-    locate_question,
+    locate_questions,
     locate_weight,
     locate_year,
     normal,
@@ -66,10 +65,13 @@ class FileReport:
     value_label_check: bool = True
     missing_questions: list[str] = field(default_factory=list)
     located: dict[str, str] = field(default_factory=dict)  # question id -> "variable (how)"
+    located_labels: dict[str, str] = field(default_factory=dict)  # question id -> the found variable's label
+    pinned: dict[str, str] = field(default_factory=dict)  # question id -> variable pinned in the registry
     not_located: dict[str, str] = field(default_factory=dict)  # question id -> reason
     csv_text_answers: dict[str, int] = field(default_factory=dict)  # variable -> answers mapped from labels
     variables: dict[str, str] = field(default_factory=dict)  # role -> variable (and how it was found)
     reunification: dict | None = None  # GESIS's West/East German factors applied to the weights
+    german_samples_without_factors: list[str] = field(default_factory=list)  # pooled, no documented factors
 
     def to_json(self) -> dict:
         return {
@@ -79,7 +81,9 @@ class FileReport:
             "value_labels_checked": self.value_label_check, "registry_variables_missing": self.missing_questions,
             "variables": self.variables, "questions_located_by_label": self.located,
             "questions_not_found": self.not_located, "csv_answers_mapped_from_labels": self.csv_text_answers,
+            "variable_labels_of_questions_located": self.located_labels, "questions_pinned": self.pinned,
             "reunification_factors": self.reunification,
+            "german_samples_pooled_without_factors": self.german_samples_without_factors,
         }
 
 
@@ -97,6 +101,14 @@ def _label(meta: FileMeta, column: str, code) -> str:
     label = meta.labels(column).get(float(code)) if _is_number(code) else None
     shown = _shown(code)
     return f"{shown} ({label})" if label else shown
+
+
+def _printable(text: str, limit: int = 60) -> str:
+    """A file's own text for a console line: one line, no control characters, at most `limit` characters."""
+    import re
+
+    shown = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", "?", " ".join(str(text).split()))
+    return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
 def _is_number(value) -> bool:
@@ -217,12 +229,12 @@ def _require_usable_weights(meta: FileMeta, index: GroupIndex, variable: str | N
 
 def _csv_labels(question: Question, source: SourceRef | None, missing: dict) -> dict:
     """{label: code} for a CSV export that holds answers as labels: the registry's options
-    (and their aliases) and the survey's non-answer labels."""
-    table = dict(missing)
+    (and their aliases), then the survey's non-answer labels (an option's label wins)."""
+    table = {}
     for option, codes in zip(question.options, question.codes_for(source), strict=True):
         for text in (option.label, *option.aliases):
             table[text] = codes[0]
-    return table
+    return {**table, **{k: v for k, v in missing.items() if k not in table}}
 
 
 # A CSV export's non-answer labels -> the ISSP codes for them (up to 2009, then from 2010 on)
@@ -384,30 +396,37 @@ def _study_variables(meta: FileMeta, study: Study, registry: Registry, countries
 def _located_sources(meta: FileMeta, study: Study, entries, report: FileReport) -> list:
     """Pinned entries as given; questions to locate are looked for by label (found -> a SourceRef).
 
-    A variable pinned for another question, or found for two questions, is nobody's find:
-    the questions concerned are reported as not found (pin the right one in the registry).
+    Two questions pinned to one variable stop the build (one variable holds one question). A
+    variable pinned for another question, or found for two questions, is nobody's find: the
+    questions concerned are refused (locate.locate_questions), with the candidates and why.
     """
-    pinned = {meta.column(s.variable) or s.variable for _, s in entries if s is not None}
-    out, found_by = [], {}
+    pinned: dict[str, str] = {}
+    for question, source in entries:
+        if source is None:
+            continue
+        column = meta.column(source.variable) or source.variable
+        if column in pinned:
+            raise SourceError(
+                f"registry study {study.id} pins variable {source.variable} for two questions ({pinned[column]} and "
+                f"{question.id}); one variable holds one question: correct the registry's sources",
+                file=meta.path, field=source.variable,
+            )
+        pinned[column] = question.id
+        report.pinned[question.id] = source.variable
+    located, refused = locate_questions(meta, [q for q, s in entries if s is None], exclude=set(pinned))
+    out = []
     for question, source in entries:
         if source is not None:
             out.append((question, source))
             continue
-        found = locate_question(meta, question, exclude=pinned)
-        if isinstance(found, Located):
-            found_by.setdefault(found.variable, []).append((question, found))
-        else:
-            report.not_located[question.id] = found
-    for variable, claims in found_by.items():
-        if len(claims) > 1:
-            names = ", ".join(q.id for q, _ in claims)
-            for question, _ in claims:
-                report.not_located[question.id] = f"{variable} fits several questions ({names}): pin it in the registry"
+        if question.id in refused:
+            report.not_located[question.id] = refused[question.id].message
             continue
-        question, found = claims[0]
+        found = located[question.id]
         invalid = tuple(sorted(set(found.invalid) | (set(question.invalid_codes) - {c for g in found.codes for c in g})))
         out.append((question, SourceRef(study.id, found.variable, found.codes, invalid, found.how)))
         report.located[question.id] = f"{found.variable} ({found.how})"
+        report.located_labels[question.id] = found.label
     return out
 
 
@@ -476,7 +495,17 @@ def load_issp(meta: FileMeta, registry: Registry, countries: CountryTable, allow
                              () if text else (country.variable,)), labelled_columns=report.csv_text_answers)
     report.respondents = n = len(frame[country.variable])
 
-    alpha, _ = _map_codes(frame[country.variable], _country_lookup(country, meta, countries))
+    lookup, german = _country_lookup(country, meta, countries), []
+
+    def looked_up(code):  # each distinct code once (_map_codes): note the samples read as Germany
+        found = lookup(code)
+        if found is not None and found.alpha3 == "DEU":
+            german.append(_printable(_label(meta, country.variable, code) if _is_number(code) else str(code)))
+        return found
+
+    alpha, _ = _map_codes(frame[country.variable], looked_up)
+    if len(german) > 1 and study.reunification is None:
+        report.german_samples_without_factors = sorted(german)
     bad = alpha == ""
     if bad.any():
         codes = Counter(frame[country.variable][bad])

@@ -134,3 +134,28 @@ def test_discover_never_overwrites_a_registry_someone_wrote(tmp_path, wvs_file, 
 def test_discover_needs_a_file(tmp_path, capsys):
     assert main(["build", "chronoculture", "--discover", str(tmp_path / "x.yaml")]) == 2
     assert "--discover needs at least one survey file" in capsys.readouterr().err
+
+
+def test_discover_never_writes_one_variable_for_two_questions(tmp_path):
+    """Issue 40: a variable whose label and value labels fit two questions (the unions' and business's
+    power) is written for neither; the report says why, and the written registry loads (it pins no
+    variable twice, which the build refuses)."""
+    columns = {"C_ALPHAN": ("Country Prefix ISO 3166 Code - alphanumeric", None),
+               "V60": ("Power of trade unions and of business and industry", POWER),
+               "V61": ("Power of the federal government", POWER), "WEIGHT": ("Weighting factor", None)}
+    path = write_issp(tmp_path / "ZA4700_v1-0-0.sav", [{"size": 10, "C_ALPHAN": "AU", "V60": {1: 10}, "V61": {2: 10},
+                                                        "WEIGHT": 1.0}], columns, string_columns=("C_ALPHAN",))
+    out = tmp_path / "mine.yaml"
+    assert _discover(["build", "chronoculture", "--issp", str(path), "--discover", str(out)]) == 0
+    written = yaml.safe_load(out.read_text())
+    questions = {q["id"]: q for q in written["issp"]["questions"]}
+    assert "ZA4700" not in questions["issp_rog_power_unions"].get("sources", {})
+    assert "ZA4700" not in questions["issp_rog_power_business"].get("sources", {})
+    assert questions["issp_rog_power_government"]["sources"]["ZA4700"]["variable"] == "V61"
+    header = " ".join(out.read_text().replace("#", " ").split())
+    assert ("question issp_rog_power_unions: V60 ''Power of trade unions and of business and industry'' fits several "
+            "questions (issp_rog_power_unions, issp_rog_power_business)") in header
+    pins = [(sid, str(ref if isinstance(ref, str) else ref["variable"]).lower())
+            for q in questions.values() for sid, ref in (q.get("sources") or {}).items()]
+    assert len(pins) == len(set(pins))
+    load_registry(out)

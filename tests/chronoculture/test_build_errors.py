@@ -270,6 +270,10 @@ def test_labelled_csv_answer_the_registry_cannot_map(build, registry_file, tmp_p
     with pytest.raises(SourceError, match=r"answers as text that the registry cannot map to codes \('Rather happy'\)") as info:
         build(wvs=path, registry=registry_file(), allow_missing_questions=True)
     assert (info.value.row, info.value.field) == (3, "A008")
+    # issue 40: the message names the options it expected (not only the non-answer labels) and what it found
+    assert ("labels expected (the registry's options, then non-answers): 'Very happy', 'Quite happy', "
+            "'Not very happy', 'Not at all happy', \"Don't know\"") in info.value.message
+    assert "labels found: 'Very happy', 'Rather happy'" in info.value.message
 
 
 def test_labelled_issp_csv_export(issp_file, build, registry_file, tmp_path):
@@ -315,3 +319,25 @@ def test_labelled_csv_export_of_a_ten_point_scale(build, registry_data, registry
     assert b["pairs"][0]["G_new"] == pytest.approx(a["pairs"][0]["G_new"])
     ends = int((frame["A170"].str.len() > 2).sum())
     assert b["summary"]["exclusions"]["respondents_per_file"][0]["csv_answers_mapped_from_labels"] == {"A170": ends}
+
+
+def test_labelled_csv_with_other_end_words_names_the_options_it_expected(build, registry_data, registry_file,
+                                                                          tmp_path):
+    """Issue 40: a labelled WVS CSV whose end labels differ from the registry's ("Dissatisfied" for
+    "Completely dissatisfied") stops with a message that names the scale's labels it expected, the
+    options first, and the labels the column holds (was: only the first eight non-answer labels)."""
+    registry_data["wvs"]["questions"] = [{
+        "id": "wvs_A170", "variable": "A170", "topic": "Perceptions of life",
+        "category": "Family, health, and social attitudes", "text": "How satisfied are you with your life?",
+        "scale": {"from": 1, "to": 10, "low": "completely dissatisfied", "high": "completely satisfied"}}]
+    path = tmp_path / "wvs.csv"
+    path.write_text("S002VS,S003,S020,S017,A170\n3,124,1996,1,Dissatisfied\n7,124,2018,1,5\n"
+                    "7,124,2018,1,Completely satisfied\n")
+    with pytest.raises(SourceError) as info:
+        build(wvs=path, registry=registry_file(registry_data))
+    message = info.value.message
+    assert "cannot map to codes ('Dissatisfied')" in message and (info.value.row, info.value.field) == (2, "A170")
+    assert ("labels expected (the registry's options, then non-answers): '1 (completely dissatisfied)', "
+            "'completely dissatisfied', '2', '3'") in message
+    assert "'10 (completely satisfied)', 'completely satisfied', \"Don't know\"" in message
+    assert "labels found: 'Dissatisfied', 'Completely satisfied'" in message

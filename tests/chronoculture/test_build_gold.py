@@ -158,7 +158,7 @@ def _two_german_samples(tmp_path, name: str, west: dict, east: dict):
     return path
 
 
-def test_reunification_factors_reach_the_gold_distribution(tmp_path, build, registry_data, registry_file):
+def test_reunification_factors_reach_the_gold_distribution(tmp_path, build, registry_data, registry_file, capsys):
     """GESIS publishes factors for pooling the West and East German samples (ISSP 1995: West x 1.19455,
     East x 0.59238, quoted by martinlukk/boundary-consolidation 01-clean-issp95.do from GESIS's
     Weighting_ISSP1995_english.pdf). The pooled DEU distribution is the weighted mix with the file's
@@ -189,6 +189,13 @@ def test_reunification_factors_reach_the_gold_distribution(tmp_path, build, regi
     assert files["ZA1950.sav"]["reunification_factors"] is None
     assert files["ZA2900.sav"]["reunification_factors"]["respondents"] == {"2": 1000, "3": 1000}
     assert "reunification factors by v3" in files["ZA2900.sav"]["variables"]["weight"]
+    # issue 40: the file pooled without documented factors is flagged at build time, the other is not
+    assert files["ZA1950.sav"]["german_samples_pooled_without_factors"] == ["2 (D-W)", "3 (D-E)"]
+    assert files["ZA2900.sav"]["german_samples_pooled_without_factors"] == []
+    err = capsys.readouterr().err
+    assert ("warning: ZA1950.sav: the German samples 2 (D-W), 3 (D-E) are pooled into one Germany without reunification "
+            "factors (the registry documents none for study ZA1950)") in err
+    assert "warning: ZA2900.sav: the German samples" not in err
 
 
 def test_reunification_factors_need_their_document(registry_data, registry_file):

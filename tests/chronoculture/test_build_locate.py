@@ -155,16 +155,35 @@ def test_issp_2006_variables_found_by_label_and_paired_with_the_pinned_1996_file
     assert "country C_ALPHAN (found" in err
 
 
-def test_codes_by_position_when_labels_are_worded_differently(tmp_path):
+def test_abbreviated_and_reversed_value_labels_are_read_by_what_they_say(tmp_path):
+    """Issue 40: codes are never taken by position alone; value labels written shorter ("Def should")
+    are matched to the options word by word, a reversed scale is read reversed, and labels of another
+    answer scale with the same number of codes are refused."""
     registry = load_registry(SOURCES / "registry.yaml")
     jobs = {q.id: q for q in registry.issp_questions}["issp_rog_jobs"]
     short = {1: "Def should", 2: "Prob should", 3: "Prob not", 4: "Def not", 8: "Can't choose", 9: "NA"}
-    assert match_options(jobs, short) == (((1.0,), (2.0,), (3.0,), (4.0,)), "label, codes by position")
+    assert match_options(jobs, short) == (((1.0,), (2.0,), (3.0,), (4.0,)), "label, abbreviated value labels")
+    assert match_options(jobs, {5 - k: v for k, v in short.items() if k < 5}) == (
+        ((4.0,), (3.0,), (2.0,), (1.0,)), "label, abbreviated value labels, reversed")
     reordered = {1: "Definitely should not be", 2: "Probably should not be", 3: "Probably should be",
                  4: "Definitely should be", -8: "Can't choose"}
-    assert match_options(jobs, reordered) == (((4.0,), (3.0,), (2.0,), (1.0,)), "label")
+    assert match_options(jobs, reordered) == (((4.0,), (3.0,), (2.0,), (1.0,)), "label, reversed")
+    shuffled = {1: "Probably should be", 2: "Definitely should be", 3: "Definitely should not be",
+                4: "Probably should not be"}
+    assert "neither the same nor reversed" in match_options(jobs, shuffled)
+    # four codes 1-4 with other answers are not the item, whatever their number
+    assert "do not carry the options" in match_options(jobs, {1: "Very good", 2: "Good", 3: "Bad", 4: "Very bad"})
+    corrupt = {q.id: q for q in registry.issp_questions}["issp_si_top_corrupt"]
+    how_many = {1: "Almost none", 2: "A few", 3: "Some", 4: "Quite a lot", 5: "Almost all", 8: "Can't choose"}
+    assert "do not carry the options" in match_options(corrupt, how_many)
+    ahead = {q.id: q for q in registry.issp_questions}["issp_si_ahead_education"]
+    gesis = {1: "Essential", 2: "Very imp", 3: "Fairly imp", 4: "Not very imp", 5: "Not imp at all", 8: "Can't choose"}
+    assert match_options(ahead, gesis)[1] == "label, abbreviated value labels"
+    # "Very important" is not "Not very important" written shorter: a dropped "not" is refused
+    assert "do not carry" in match_options(ahead, {1: "Essential", 2: "Very imp", 3: "Fairly imp", 4: "Very imp",
+                                                   5: "Imp at all"})
     agree = {1: "Agree strongly", 2: "Agree", 3: "Neither agree nor disagree", 4: "Disagree", 5: "Disagree strongly"}
-    trust = {q.id: q for q in registry.issp_questions}["issp_rog_trust_government"]
+    trust = {q.id: q for q in registry.issp_questions}["issp_si_top_corrupt"]
     assert match_options(trust, agree)[1] == "label"  # word order and aliases: "Agree strongly" = "Strongly agree"
     assert "do not carry the options" in match_options(jobs, {1: "Yes", 2: "No", 3: "Maybe"})
     # an answer that says "don't know" is an answer, not a non-answer (found by the benchmark)
@@ -178,6 +197,14 @@ def test_codes_by_position_when_labels_are_worded_differently(tmp_path):
     four = {1: "Very strong conflicts", 2: "Strong conflicts", 3: "Not very strong conflicts", 4: "No conflicts"}
     assert "do not reach both ends of the scale 1-10" in match_options(top, four)
     assert match_options(top, {1: "Bottom", 10: "Top", 98: "Can't choose"})[1] == "label, numeric scale"
+    # ZA2310 V73's wording: 1 "Top" .. 10 "Bottom" is the same scale read backwards (issue 40)
+    codes, how = match_options(top, {1: "Top", 10: "Bottom", 98: "Can't choose", 99: "NA"})
+    assert how == "label, numeric scale, reversed" and codes == tuple((float(c),) for c in range(10, 0, -1))
+    assert "do not say which end" in match_options(top, {1: "1", 10: "10"})
+    assert "do not say which end" in match_options(top, {1: "Left", 10: "Right"})
+    # the registry's end aliases: ZA5400 V44 is labelled "Bottom,Lowest,01" .. "Top,Highest,10"
+    assert match_options(top, {1: "Lowest", 10: "Highest"})[1] == "label, numeric scale"
+    assert match_options(top, {1: "Highest", 10: "Lowest"})[1] == "label, numeric scale, reversed"
 
 
 def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, build):
@@ -198,9 +225,11 @@ def test_ambiguous_and_missing_variables_are_reported_not_guessed(tmp_path, buil
     registry = load_registry(SOURCES / "registry.yaml")
     table = CountryTable.load(SOURCES / "countries.csv")
     loaded = load_issp(read_meta(path), registry, table, allow_missing_questions=True)
-    assert "several variables fit (V60, V99)" in loaded.report.not_located["issp_rog_power_unions"]
+    assert ("question issp_rog_power_unions: several variables fit (V60 'Power of trade unions', V99 'Power of "
+            "trade unions (split ballot)')") in loaded.report.not_located["issp_rog_power_unions"]
     assert loaded.report.located["issp_rog_power_business"] == "V61 (label)"
-    assert loaded.report.not_located["issp_rog_power_government"].startswith("no variable label matches")
+    assert loaded.report.not_located["issp_rog_power_government"].startswith(
+        "question issp_rog_power_government: no variable label matches")
 
 
 def test_country_coding_drafted_from_value_labels_and_cumulation_years(tmp_path, build):
