@@ -126,7 +126,10 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     if only:
         unknown = sorted(set(only) - set(builders))
         if unknown:
-            raise UsageError(f"unknown benchmark(s) {', '.join(unknown)} (known: {', '.join(sorted(builders))})")
+            from histbench.core.suggest import did_you_mean
+
+            hints = "".join(did_you_mean(name, builders) for name in unknown)
+            raise UsageError(f"unknown benchmark(s) {', '.join(unknown)}{hints} (known: {', '.join(sorted(builders))})")
         builders = {name: builders[name] for name in only}
     if not builders:
         raise BuildError("no benchmark is registered: nothing to demonstrate")
