@@ -173,7 +173,8 @@ def _prompt_sha(preds: Predictions) -> str | None:
 
 def _model_key(preds: Predictions) -> tuple:
     backend = preds.info.get("backend") or {}
-    return (preds.info.get("model"), backend.get("revision"))
+    # the scoring method too: an option-probabilities run is no original of a generated one (F.3)
+    return (preds.info.get("model"), backend.get("revision"), preds.info.get("mode") or "generate")
 
 
 def _match_instructions(bench: Benchmark, entries: list[Entry]) -> None:
