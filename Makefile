@@ -3,7 +3,8 @@
 #   make test    the whole test suite
 #   make docs    the documentation site, in build/site/
 # The first call creates .venv (torch first, then histbench with the extras the target
-# needs); later calls reuse it. Stamp files in .venv record what is installed.
+# needs); later calls reuse it. Stamp files in .venv record what is installed. `make docs`
+# uses a venv of its own, .venv-docs, with mkdocs and its theme only (no torch).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -58,8 +59,14 @@ $(VENV)/.dev: pyproject.toml $(VENV)/.created
 	$(PIP) install --quiet --no-deps $(SMOLLM)
 	touch $@
 
-$(VENV)/.docs: pyproject.toml $(VENV)/.created
-	$(PIP) install --quiet -e ".[docs]"
+# The documentation site needs mkdocs and its theme only: its own small venv, without torch
+# or histbench (the site imports no code). What it installs is pyproject.toml's `docs` extra,
+# read from there so that it is declared once.
+DOCS_VENV := .venv-docs
+$(DOCS_VENV)/.docs: pyproject.toml
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))" > $(DOCS_VENV)/requirements.txt
+	$(DOCS_VENV)/bin/python -m pip install --quiet -r $(DOCS_VENV)/requirements.txt
 	touch $@
 
 demo: $(VENV)/.demo
@@ -80,8 +87,8 @@ test: $(VENV)/.dev
 lint: $(VENV)/.dev
 	$(BIN)/ruff check histbench builders eval tests bench
 
-docs: $(VENV)/.docs
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+docs: $(DOCS_VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir build/site
 
 check-vllm: $(VENV)/.build
 	rm -rf build/wheel

@@ -200,8 +200,27 @@ def split_baselines(args: argparse.Namespace) -> list[argparse.Namespace]:
             for name in names]
 
 
+#: options that configure a model's backend: given with --baseline (which asks no model) they
+#: would be silently ignored, so they are refused
+MODEL_ONLY_OPTIONS = {"model_option": "--model-option", "max_concurrency": "--max-concurrency",
+                      "batch_size": "--batch-size", "threads": "--threads"}
+
+
+def refuse_contradictions(args: argparse.Namespace) -> None:
+    """A model's backend options beside --baseline (and no --model) are a usage error."""
+    if not getattr(args, "baseline", None) or getattr(args, "model", None):
+        return
+    given = [flag for name, flag in MODEL_ONLY_OPTIONS.items() if getattr(args, name, None)]
+    if given:
+        verb = "configures" if len(given) == 1 else "configure"
+        raise UsageError(f"{', '.join(given)} {verb} a model, and --baseline asks none: drop "
+                         f"{', '.join(given)}, or give --model SPEC instead of --baseline", field=given[0])
+
+
 def run_evaluations(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> list[argparse.Namespace]:
-    """`histbench eval BENCHMARK`: `run_eval` once per run (see `split_baselines`)."""
+    """`histbench eval BENCHMARK`: `run_eval` once per run (see `split_baselines`), after
+    refusing contradictory options (`refuse_contradictions`)."""
+    refuse_contradictions(args)
     runs = split_baselines(args)
     for run in runs:
         evaluator.run_eval(run)

@@ -12,6 +12,7 @@ missing optional dependency, with the extra that installs it.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -21,11 +22,54 @@ from histbench.core.errors import HistbenchError, UsageError
 EXIT_ERROR = 2
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<known>.*)\)$")
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit status 2."""
+    """argparse, but a usage error is one line on stderr and exit status 2, and a misspelt
+    choice (a benchmark, a command, a --mode) gets the closest one ("did you mean")."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
+        from histbench.core.suggest import did_you_mean
+
+        found = _INVALID_CHOICE.search(message)
+        if found:
+            known = [k.strip().strip("'") for k in found["known"].split(",")]
+            message += did_you_mean(found["word"], known)
         raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _leaf_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser that `argv` reaches: `eval chronologic ...` -> that benchmark's."""
+    for word in argv:
+        if word.startswith("-"):
+            continue
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions or word not in actions[0].choices:
+            break
+        parser = actions[0].choices[word]
+    return parser
+
+
+def _unknown_options_hint(parser: argparse.ArgumentParser, argv: list[str], error: UsageError) -> UsageError:
+    """"unrecognized arguments: --modle x" -> the same with "did you mean '--model'?", from the
+    options of the subcommand the words reached (the top parser reports them but knows only its own)."""
+    from histbench.core.suggest import closest
+
+    if "unrecognized arguments:" not in error.message:
+        return error
+    leaf = _leaf_parser(parser, argv)
+    known = [flag for action in leaf._actions for flag in action.option_strings if flag.startswith("--")]
+    hints = []
+    for word in argv:
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            match = None if name in known else closest(name, known)
+            if match:
+                hints.append(f"{name}: did you mean {match!r}?")
+    if not hints:
+        return error
+    return UsageError(f"{error.message.removesuffix(' (see --help)')} ({'; '.join(hints)}; see --help)")
 
 
 def _add_build(subparsers, builders) -> None:
@@ -173,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
             if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
                 raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
                                  f"({', '.join(_commands(parser))}; see --help)")
-            args = parser.parse_args(argv)
+            try:
+                args = parser.parse_args(argv)
+            except UsageError as error:
+                raise _unknown_options_hint(parser, argv, error) from None
             args.func(args)
     except HistbenchError as error:
         _print_error(error)

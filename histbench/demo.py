@@ -126,7 +126,10 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     if only:
         unknown = sorted(set(only) - set(builders))
         if unknown:
-            raise UsageError(f"unknown benchmark(s) {', '.join(unknown)} (known: {', '.join(sorted(builders))})")
+            from histbench.core.suggest import did_you_mean
+
+            hints = "".join(did_you_mean(name, builders) for name in unknown)
+            raise UsageError(f"unknown benchmark(s) {', '.join(unknown)}{hints} (known: {', '.join(sorted(builders))})")
         builders = {name: builders[name] for name in only}
     if not builders:
         raise BuildError("no benchmark is registered: nothing to demonstrate")
@@ -142,30 +145,32 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
 def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
     from histbench.builders.machinery.build import run_build
     from histbench.builders.machinery.validate import validate_build
+    from histbench.core.progress import Steps
     from histbench.eval.report import ReportSection, SitePage, site_runs, write_site
 
     out_root = work_root.parent
     pages: list[SitePage] = []
+    steps = Steps()
     for name, builder in builders.items():
-        log(f"== {name}: building the bundled sample")
-        sample = builder.manifest().sample_paths()
-        folder = run_build(builder, sample, options=builder.demo_options(), out_root=out_root)
-        validate_build(folder)
-        check_reload(folder)
-        body, data = _build_section(builder, folder)
+        with steps(f"{name}: building the bundled sample, validating it and loading it back"):
+            sample = builder.manifest().sample_paths()
+            folder = run_build(builder, sample, options=builder.demo_options(), out_root=out_root)
+            validate_build(folder)
+            check_reload(folder)
+            body, data = _build_section(builder, folder)
         sections = [ReportSection("The build", body, data=data)]
         runs = []
         evaluator = evaluators.get(name)
         if evaluator is not None:
             from histbench.core.dataset import BuiltDataset
 
-            log(f"== {name}: reference baselines")
             (report_dir / name).mkdir(parents=True, exist_ok=True)
-            scored = evaluator.demo(BuiltDataset.open(folder), work_root / name, report_dir / name)
+            with steps(f"{name}: scoring the reference runs and the demo model, and writing its report page"):
+                scored = evaluator.demo(BuiltDataset.open(folder), work_root / name, report_dir / name)
             if scored is not None:
                 sections.append(scored)
-                log(f"== {name}: a viewer for each of {len(scored.runs)} run(s)")
-                runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
+                with steps(f"{name}: a per-item viewer for each of {len(scored.runs)} run(s)"):
+                    runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
         pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),
                               runs=runs))
     intro = (
@@ -173,7 +178,8 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
         "`sources/<benchmark>/sample/`, not from the licensed releases: the numbers show that the whole "
         "pipeline runs and what each table looks like, not the published results."
     )
-    return write_site(pages, report_dir, "histbench demo report", intro)
+    with steps("writing the report site"):
+        return write_site(pages, report_dir, "histbench demo report", intro)
 
 
 def _built_line(folder: Path) -> str:

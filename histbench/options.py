@@ -126,6 +126,9 @@ class OptionSet:
     options: list[Option] = field(default_factory=list)
     groups: list[tuple[str | None, str | None]] = field(default_factory=list)
     defaults: dict = field(default_factory=dict)
+    #: {category: flags} sorting the options declared outside a group into --help's sections
+    #: (histbench eval: EVAL_HELP_SECTIONS); None: argparse's one list
+    sections: dict[str, tuple[str, ...]] | None = None
 
     # --- the declaring side (argparse's names, so a benchmark declares its options once)
 
@@ -150,10 +153,45 @@ class OptionSet:
     # --- the command line
 
     def add_to(self, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        """Add every option to an argparse parser, in groups as declared."""
+        """Add every option to an argparse parser, in groups as declared (with `sections`:
+        the ungrouped ones, and groups titled like a section, in --help's sections)."""
+        if self.sections is not None:
+            return self._add_in_sections(parser)
         groups = [parser.add_argument_group(title, description) for title, description in self.groups]
         for option in self.options:
             target = parser if option.group is None else groups[option.group]
+            target.add_argument(*option.flags, **option.spec)
+        parser.set_defaults(**self.defaults)
+        return parser
+
+    def _add_in_sections(self, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        by_flag = {flag: name for name, flags in self.sections.items() for flag in flags}
+
+        def section_of(option: Option) -> str | None:
+            if option.group is not None:
+                title = (self.groups[option.group][0] or "").lower()
+                named = next((name for name in self.sections if title.startswith(name.split(":")[0].rstrip("s"))), None)
+                if named is None:
+                    return None   # a group of its own (e.g. the options of one --mode)
+                return named
+            return by_flag.get(option.flag, ADVANCED)
+
+        placed = [(option, section_of(option)) for option in self.options]
+        groups: dict[str, argparse._ArgumentGroup] = {}
+        titles = {name: name for name in self.sections}
+        for option, section in placed:   # a declared group that says more keeps its title ("decoding (B.1's)")
+            title = self.groups[option.group][0] if option.group is not None and section is not None else None
+            if title and title.lower() not in ("model", "models") and title.lower() != section.split(":")[0]:
+                titles[section] = title
+        for name in self.sections:
+            if any(section == name for _, section in placed):
+                groups[name] = parser.add_argument_group(titles[name])
+        own = {i: parser.add_argument_group(title, description) for i, (title, description) in enumerate(self.groups)
+               if any(section is None and option.group == i for option, section in placed)}
+        if any(section == ADVANCED for _, section in placed):
+            groups[ADVANCED] = parser.add_argument_group(ADVANCED)
+        for option, section in placed:
+            target = own[option.group] if section is None else groups[section]
             target.add_argument(*option.flags, **option.spec)
         parser.set_defaults(**self.defaults)
         return parser
@@ -181,7 +219,10 @@ class OptionSet:
                 continue
             option = by_keyword.get(name)
             if option is None:
-                raise UsageError(f"{self.prog}: no option {name!r} (options: {', '.join(self.names)})", field=name)
+                from histbench.core.suggest import did_you_mean
+
+                raise UsageError(f"{self.prog}: no option {name!r}{did_you_mean(name, self.names)} "
+                                 f"(options: {', '.join(self.names)})", field=name)
             values[option.dest] = option.value(value, self.prog)
         missing = [o.flag for o in self.options if o.required and given.get(o.keyword) is None]
         if missing:
@@ -236,11 +277,28 @@ def build_options(benchmark: str) -> OptionSet:
     return options
 
 
+ADVANCED = "advanced"
+#: --help's sections of `histbench eval BENCHMARK` (issue 44: some fifty options in one list),
+#: by flag; an option not named here is `advanced`, a declared group titled "model",
+#: "models" or "decoding ..." joins that section, any other declared group stays its own
+EVAL_HELP_SECTIONS: dict[str, tuple[str, ...]] = {
+    "inputs: the build and which of its items": (
+        "--dataset", "--revision", "--limit", "--sample", "--stratify", "--sample-seed", "--tasks", "--split",
+        "--conditions", "--prompts", "--frame-groups"),
+    "model: what answers, and how it is scored": (
+        "--model", "--model-option", "--baseline", "--mode", "--modal", "--embedding-model", "--max-concurrency",
+        "--batch-size", "--threads"),
+    "decoding": ("--temperature", "--top-p", "--max-new-tokens", "--seed", "--top-k", "--format-retries",
+                 "--ner-tokens-per-char"),
+    "output: where the run goes and what it is called": ("--out", "--label"),
+}
+
+
 def eval_options(benchmark: str) -> OptionSet:
-    """`histbench eval BENCHMARK`: the evaluator's options."""
+    """`histbench eval BENCHMARK`: the evaluator's options (in --help's sections)."""
     from histbench.eval.plugin import get_evaluator
 
-    options = OptionSet(f"histbench eval {benchmark}")
+    options = OptionSet(f"histbench eval {benchmark}", sections=EVAL_HELP_SECTIONS)
     get_evaluator(benchmark).add_eval_arguments(options)
     return options
 

@@ -188,6 +188,8 @@ def discover_builders() -> dict[str, BenchmarkBuilder]:
 def get_builder(name: str) -> BenchmarkBuilder:
     builders = discover_builders()
     if name not in builders:
+        from histbench.core.suggest import did_you_mean
+
         known = ", ".join(sorted(builders)) or "none"
-        raise UsageError(f"unknown benchmark {name!r} (known: {known})")
+        raise UsageError(f"unknown benchmark {name!r}{did_you_mean(name, builders)} (known: {known})")
     return builders[name]

@@ -206,7 +206,9 @@ def _resolve_one(spec: InputSpec, raw: str | Path, allow_checksum_mismatch: bool
     path = Path(raw).expanduser()
     if not path.exists():
         what = f" ({_kind_of(path)})" if path.is_symlink() else ""
-        raise SourceError(f"input for {spec.option} does not exist{what} ({spec.description})", file=path)
+        # where the file comes from, as the manifest (and --help, and the benchmark's docs page) says
+        obtain = f"; get it from: {spec.obtain}" if spec.obtain else ""
+        raise SourceError(f"input for {spec.option} does not exist{what} ({spec.description}){obtain}", file=path)
     if spec.kind == "file":
         if not path.is_file():
             raise SourceError(f"{spec.option} expects a file, got {_kind_of(path)}", file=path)

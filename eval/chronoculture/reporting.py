@@ -32,6 +32,7 @@ from . import metrics as m
 from .analysis import Analysis, Cell, analyse
 from .breakdowns import BANDS, MIN_PAIRS, across_models
 from .data import Benchmark, Predictions, analysis_retention, static_predictions, uniform_predictions
+from .run import OPTION_PROBABILITIES, OPTION_PROBABILITIES_NOTE
 
 CAT = {"stable": "Stab.", "moderate": "Mod.", "strong": "Str.", "very_strong": "V. str."}
 CAT_LONG = {"stable": "Stable", "moderate": "Moderate", "strong": "Strong", "very_strong": "Very strong", "all": "All"}
@@ -172,7 +173,8 @@ def _prompt_sha(preds: Predictions) -> str | None:
 
 def _model_key(preds: Predictions) -> tuple:
     backend = preds.info.get("backend") or {}
-    return (preds.info.get("model"), backend.get("revision"))
+    # the scoring method too: an option-probabilities run is no original of a generated one (F.3)
+    return (preds.info.get("model"), backend.get("revision"), preds.info.get("mode") or "generate")
 
 
 def _match_instructions(bench: Benchmark, entries: list[Entry]) -> None:
@@ -542,6 +544,20 @@ def _cells(a: Analysis, *prefixes: str) -> dict:
     return {k: v.to_json() for k, v in a.cells.items() if k.startswith(prefixes)}
 
 
+def method_notes(entries: list[Entry]) -> list[str]:
+    """A bold line (and a blank one) for each run not scored by the paper's generation method
+    (`--mode option-probabilities`). The note is this package's own text (run.OPTION_PROBABILITIES_NOTE,
+    chosen by the run's recorded mode), never the run file's."""
+    lines = []
+    for e in entries:
+        if e.preds.info.get("mode") == OPTION_PROBABILITIES:
+            note = OPTION_PROBABILITIES_NOTE
+            # the label in a code span (Markdown escapes its HTML); a backtick would end the span
+            label = str(e.label).replace("`", "'")
+            lines += [f"**`{label}` was {note}.**", ""]
+    return lines
+
+
 def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_prefix: str = "", h: str = "###",
                 example_limit: int = 6, min_pairs: int = MIN_PAIRS) -> list[Part]:
     """Every section of the report as Markdown (sub-headings at level `h`) with its numbers and figures.
@@ -558,7 +574,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     no_model = "No model run in this report, so there is no per-run figure here (reference runs predict no change)."
 
     # Runs, exclusions, Tables 6 and 7, Figure 11
-    md = ["Each run's prompts, how many answers were valid, and why the others were excluded "
+    md = [*method_notes(entries), "Each run's prompts, how many answers were valid, and why the others were excluded "
           "(B.1: a missing option, a non-numeric or non-finite value, or a non-positive total).", "",
           runs_table(entries), "", f"{h} Table 6. Knowledge-filter retention (retained/scored pairs)", "",
           "Within each survey x number-of-available-years group, the share with the smallest K = min over years of "

@@ -32,6 +32,16 @@ mcq_old / mcq_new choices and chronoculture.json their accuracy per prompt (acc 
 acc_norm of `histbench export lm-eval chronoculture`'s task) and the modal-answer cells
 of Table 5.
 
+`--mode option-probabilities` reads each distribution prompt's answer from the model's
+probabilities instead of its text (OpinionQA-style scoring, for base models and models too
+small to follow the JSON format; NOT the paper's method, B.1 generates): after exactly the
+prompt the generate mode asks (the backend's chat rendering, as histbench.eval.choices
+renders it), every option's label is scored as the continuation, and the options'
+probabilities exp(loglik) are normalised to sum to 1, in option order. Every prompt gets a
+distribution (no parsing, no invalid answers). The run records mode option-probabilities
+and the note OPTION_PROBABILITIES_NOTE, which the report and the viewer print over it; its
+label ends in "(option probabilities)"; its signature names the method.
+
 Reference runs need no model: --baseline uniform (equal shares for every option) and
 the oracles frozen-oldest / frozen-newest (one year's gold distribution repeated for
 every prompt; in the modal-answer format they answer that distribution's mode). The static reference of C.1 (a model's undated answer used for both
@@ -67,7 +77,13 @@ from .data import (
 from .parsing import parse_choice, parse_distribution
 
 BASELINES = ("uniform", "frozen-oldest", "frozen-newest")
-MODES = ("generate", "likelihood")
+MODES = ("generate", "likelihood", "option-probabilities")
+#: what every page and run file says about a run of --mode option-probabilities
+OPTION_PROBABILITIES = "option-probabilities"
+OPTION_PROBABILITIES_NOTE = (
+    "scored by option probabilities, not by the paper's generation method (B.1): each distribution is the "
+    "model's probability of writing each option's label right after the paper's prompt, normalised over the "
+    "options (OpinionQA-style scoring); no answer was generated or parsed")
 DECODING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 120}
 
 
@@ -77,10 +93,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_run_arguments(parser, "chronoculture", limit="temporal pairs")
     parser.add_argument("--mode", choices=MODES, default="generate",
-                        help="generate (default): the model answers the distribution prompts (and with --modal the "
-                             "modal-answer ones); likelihood: the modal-answer prompts of the mcq config scored by the "
-                             "log-likelihood of each option, as `histbench export lm-eval chronoculture` scores them "
-                             "(hf: or vllm: models)")
+                        help="generate (default, the paper's method): the model answers the distribution prompts (and "
+                             "with --modal the modal-answer ones); likelihood: the modal-answer prompts of the mcq config "
+                             "scored by the log-likelihood of each option, as `histbench export lm-eval chronoculture` "
+                             "scores them; option-probabilities: each distribution read from the model's probabilities of "
+                             "the option labels after the paper's prompt, normalised (OpinionQA-style, for base or small "
+                             "models; not the paper's method, and labelled so). likelihood modes: hf: or vllm: models")
     parser.add_argument("--out", type=Path,
                         help="run folder (created; an existing one is resumed; default: runs/chronoculture-LABEL)")
     add_model_arguments(parser)
@@ -267,6 +285,7 @@ def run_model(built, bench: Benchmark, backend, out: Path, *, label: str | None 
     from histbench.eval.signature import make_signature
 
     decoding = {**DECODING, **(decoding or {})}
+    check_mode(out, "generate")
     if "generate" not in backend.supports:
         raise EvalError(f"model {backend.spec!r} cannot generate text; ChronoCulture needs chat generation", field="--model")
     rows = np.arange(bench.n) if pairs is None else np.asarray(pairs, dtype=int)
@@ -411,6 +430,66 @@ def run_likelihood(built, bench: Benchmark, backend, out: Path, *, label: str | 
     return info
 
 
+def option_distribution(logliks) -> list[float]:
+    """Log-likelihoods of the options (option order) as probabilities summing to 1: exp(ll)
+    normalised, computed as a softmax (shifted by the largest value, so that very negative
+    log-likelihoods do not underflow to an all-zero row)."""
+    values = np.asarray(logliks, dtype=float)
+    if values.size == 0 or not np.isfinite(values).all():
+        raise EvalError(f"option log-likelihoods must be finite numbers, got {list(logliks)!r}")
+    weights = np.exp(values - values.max())
+    return [float(v) for v in weights / weights.sum()]
+
+
+def run_option_probabilities(built, bench: Benchmark, backend, out: Path, *, label: str | None = None,
+                             pairs: np.ndarray | None = None, sample: dict | None = None,
+                             prompts: Path | None = None) -> dict:
+    """`--mode option-probabilities` (module doc): every distribution prompt (undated, old, new)
+    of the rows `pairs` (default: all) scored by the probabilities of its option labels, through
+    a RunStore in `out`; writes the run files."""
+    from histbench.builders.chronoculture.prompts import PromptTemplates
+    from histbench.core.runstore import RunStore
+    from histbench.eval.choices import ChoiceItem, check_backend, score_items
+    from histbench.eval.signature import make_signature
+
+    check_backend(backend)
+    check_mode(out, OPTION_PROBABILITIES)
+    rows_asked = np.arange(bench.n) if pairs is None else np.asarray(pairs, dtype=int)
+    templates = PromptTemplates.load(Path(prompts), sections=("distribution",)) if prompts is not None else None
+    jobs, _ = _prompt_jobs(built, bench, rows_asked, templates, False)
+    index = bench.index()
+    identity, build_prompt_hash = _dataset_info(built)
+    prompt_hash = templates.sha256 if templates is not None else build_prompt_hash
+    prompt_info = ({"source": "file", "path": str(prompts), "sha256": templates.sha256} if templates is not None
+                   else {"source": "build", "sha256": build_prompt_hash})
+    store = RunStore.open(out, backend=backend, dataset=built,
+                          options={"benchmark": "chronoculture", "mode": OPTION_PROBABILITIES, "sample": sample,
+                                   "prompts": prompt_info})
+    log(f"[chronoculture] {len(jobs):,} distribution prompts scored by option probabilities on {backend.spec} "
+        "(not the paper's generation method)")
+    items = [ChoiceItem(tuple(messages), tuple(str(o) for o in bench.options[index[pair_id]]))
+             for pair_id, _, messages in jobs]
+    scores = score_items(items, backend, store, desc="distribution prompts (option probabilities)")
+    rows = [{"pair_id": pair_id, "period": period, "probabilities": option_distribution(score.logliks),
+             "logliks": list(score.logliks), "route": OPTION_PROBABILITIES, "error": None}
+            for (pair_id, period, _), score in zip(jobs, scores, strict=True)]
+    backend_identity = backend.identity()
+    extra = {"sample": sample_tag(sample)} if sample else {}
+    signature = make_signature(dataset=identity, backend=backend_identity,
+                               decoding={"method": OPTION_PROBABILITIES, "tokenisation": "harness"},
+                               prompt_template_hash=prompt_hash, mode=OPTION_PROBABILITIES, **extra)
+    info = {
+        "label": label or f"{default_label(backend_identity, backend.spec, prompts)} (option probabilities)",
+        "kind": "model", "mode": OPTION_PROBABILITIES, "method_note": OPTION_PROBABILITIES_NOTE,
+        "model": backend.spec, "backend": backend_identity, "dataset": identity,
+        "prompt_templates_sha256": prompt_hash, "prompts": prompt_info, "sample": sample, "modal": False,
+        "signature": signature.text, "signature_fields": signature.data, "counts": _count(rows),
+        "contexts_truncated": sum(s.truncated > 0 for s in scores),
+    }
+    write_run(out, rows, info)
+    return info
+
+
 def default_label(identity: dict, spec: str, prompts: Path | None = None) -> str:
     """A short run label: the model name without its organisation or folder
     ('meta-llama/Llama-3.3-70B-Instruct' -> 'Llama-3.3-70B-Instruct'), and with `--prompts`
@@ -483,7 +562,23 @@ def run_eval(args: argparse.Namespace) -> None:
             backend.close()
         _print_likelihood_summary(out, info)
         return
-    if args.baseline:
+    if args.mode == OPTION_PROBABILITIES:
+        if args.baseline:
+            raise UsageError("--mode option-probabilities reads a model's probabilities; a baseline has none",
+                             field="--baseline")
+        if args.modal:
+            raise UsageError("--modal with --mode option-probabilities: the modal-answer prompts are scored by "
+                             "--mode likelihood (a separate run folder)", field="--modal")
+        from histbench.core.backends import backend_from_args
+
+        backend = backend_from_args(args)
+        try:
+            info = run_option_probabilities(built, bench, backend, out, label=args.label, pairs=pairs, sample=sample,
+                                            prompts=args.prompts)
+        finally:
+            backend.close()
+        print(f"note: {info['label']} was {OPTION_PROBABILITIES_NOTE}")
+    elif args.baseline:
         info = run_baseline(built, bench, args.baseline, out, args.label, pairs, sample)
     else:
         from histbench.core.backends import backend_from_args

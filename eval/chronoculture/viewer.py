@@ -26,6 +26,7 @@ from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, re
 
 from .data import PREDICTIONS_NAME, RUN_INFO_NAME
 from .metrics import CATEGORIES, CATEGORY_LABELS, TAU
+from .run import OPTION_PROBABILITIES, OPTION_PROBABILITIES_NOTE
 
 CONFIG_LABELS = {"undated": "undated prompts", "items": "dated prompts", "mcq": "modal-answer prompts"}
 ABBREVIATIONS = {"stable": "Stab.", "moderate": "Mod.", "strong": "Str.", "very_strong": "V. str."}
@@ -72,6 +73,7 @@ def view_items(run_dir: Path) -> ViewerRun:
     index = bench.index()
     notes = []
     is_model = info.get("kind", "model") == "model"
+    by_probabilities = info.get("mode") == OPTION_PROBABILITIES
     asked = np.array(sorted({index[r["pair_id"]] for r in rows if r.get("pair_id") in index}), dtype=int)
     messages: dict = {}
     stored = StoredAnswers([])
@@ -82,7 +84,11 @@ def view_items(run_dir: Path) -> ViewerRun:
             note = f"the prompts cannot be rebuilt ({exc})"
         if note:
             notes.append(note)
-        stored = StoredAnswers.open(run_dir)
+        if by_probabilities:
+            notes.insert(0, f"this run was {OPTION_PROBABILITIES_NOTE}; the answer shown is each option's "
+                            "log-likelihood")
+        else:
+            stored = StoredAnswers.open(run_dir)
     else:
         notes.append(f"a reference run ({info.get('baseline') or info.get('model') or 'baseline'}): no model was asked, "
                      "so there is no prompt or raw answer")
@@ -106,13 +112,16 @@ def view_items(run_dir: Path) -> ViewerRun:
         years = {"old": int(bench.year_old[i]), "new": int(bench.year_new[i])}
         config = "undated" if period == "undated" else "mcq" if str(period).startswith("mcq") else "items"
         sent = messages.get((pair_id, period))
-        record = stored.generate(sent) if sent is not None else None
+        record = stored.generate(sent) if sent is not None and not by_probabilities else None
         details = {"pair": pair_id, "country": str(bench.country[i]), "survey": str(bench.survey[i]),
                    "question": str(bench.question_id[i]), "years": f"{years['old']} -> {years['new']}",
                    "human shift d_h": float(bench.d_h[i]), "parse route": row.get("route")}
         item = {"id": f"{pair_id}:{period}", "config": config, "group": CATEGORIES[int(category[i])], "system": None,
                 "kind": "generate" if is_model else None, "messages": request_messages(record, sent) if is_model else None,
                 "response": response_text(record), "parse_error": row.get("error"), "details": details}
+        if by_probabilities:
+            logliks = row.get("logliks") or []
+            item["response"] = "; ".join(f"{o}: {float(v):.3f}" for o, v in zip(options, logliks, strict=False)) or None
         if config == "mcq":
             year_key = "old" if period == "mcq_old" else "new"
             j = int(np.flatnonzero(bench.modal.pair_index == i)[0]) if bench.modal is not None else None

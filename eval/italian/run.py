@@ -95,7 +95,7 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
         with (items_dir / f"{task}.jsonl").open("w", encoding="utf-8") as handle:
             for item in items:
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-        log(f"[italian] {task}: {_headline(task, metrics)}")
+        log(f"[italian] {label}: {task}: {_headline(task, metrics)}")   # the run named: the demo prints several
     (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return results
 
@@ -163,7 +163,7 @@ def evaluate_likelihood(built, out: Path, *, backend, tasks=None, limit: int | N
         with (items_dir / f"{task}.jsonl").open("w", encoding="utf-8") as handle:
             for item, score in zip(scored, scores, strict=True):
                 handle.write(json.dumps({**item, **score.to_json()}, ensure_ascii=False) + "\n")
-        log(f"[italian] {task} (likelihood): {key} {metrics[key]:.3f}, per character {metrics[key + '_norm']:.3f} "
+        log(f"[italian] {results['model']}: {task} (likelihood): {key} {metrics[key]:.3f}, per character {metrics[key + '_norm']:.3f} "
             f"(n={metrics['n']})")
     (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return results

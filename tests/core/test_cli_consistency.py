@@ -192,7 +192,7 @@ def test_an_option_has_one_name_in_the_command_and_the_api():
                 if option.flags[0].startswith("--"):
                     assert option.keyword == option.flag[2:].replace("-", "_"), (options.prog, option.flags)
     assert set(inspect.signature(histbench.push).parameters) == {o.keyword for o in PUSH.options}
-    with pytest.raises(UsageError, match=r"no option 'question' \(options: .*\bquestions\b") as caught:
+    with pytest.raises(UsageError, match=r"no option 'question' \(did you mean 'questions'\?\) \(options: .*\bquestions\b") as caught:
         histbench.build("chronologic", question="x.jsonl")
     assert "input_" not in str(caught.value)
 

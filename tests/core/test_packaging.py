@@ -46,6 +46,25 @@ def test_wheel_build_has_no_setuptools_warnings(histbench_wheel):
         assert warning not in output, output[-3000:]
 
 
+def test_building_the_wheel_leaves_no_build_folder_in_the_source(histbench_wheel, histbench_source, histbench_sdist):
+    """Issue 44: `pip install .` left a copy of the package in the checkout's build/lib (pip
+    builds in the source folder; setuptools works in its build/), where `inspect list tasks`
+    then found histbench's tasks. The in-tree backend (buildsupport/histbench_backend.py)
+    moves setuptools' working folder to a temporary one; the sdist carries the backend, so
+    that a wheel builds from it too."""
+    import tarfile
+    import zipfile
+
+    assert not (histbench_source / "build").exists()
+    with zipfile.ZipFile(histbench_wheel[0]) as wheel:
+        names = wheel.namelist()
+    assert "histbench/cli.py" in names and not any(n.startswith(("build/", "buildsupport/")) for n in names)
+    with tarfile.open(histbench_sdist) as sdist:
+        assert any(n.endswith("/buildsupport/histbench_backend.py") for n in sdist.getnames())
+    backend = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]
+    assert backend["build-backend"] == "histbench_backend" and backend["backend-path"] == ["buildsupport"]
+
+
 def test_the_licence_is_mit_as_pyproject_says():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
@@ -76,7 +95,8 @@ def test_the_wheel_and_the_sdist_carry_the_licence(histbench_wheel, histbench_sd
 
 def test_top_level_layout_is_fixed():
     allowed = {"histbench", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
-               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", "LICENSE", ".ci", ".gitignore", ".git"}
+               "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", "LICENSE", ".ci", ".gitignore", ".git",
+               "buildsupport", "MANIFEST.in"}
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     top = {path.split("/", 1)[0] for path in tracked}
     assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"

@@ -544,8 +544,14 @@ class APIBackend(Backend):
         if now - self._said.get(said, -RETRY_LINE_EVERY_S) < RETRY_LINE_EVERY_S:
             return
         self._said[said] = now
+        why = _retry_reason(reason, detail)
+        hint = ""
+        if attempt == 1 and why in ("the host name could not be resolved", "connection refused"):
+            # said at the first retry, not after all of them: it rarely mends itself
+            hint = ("; check the host and port in the --model URL and that the server runs (--model-option "
+                    "max_retries=0 gives up at once)")
         log(f"histbench: {redact_url(url)}: retrying ({attempt}/{int(self.options['max_retries'])}) after "
-            f"{_retry_reason(reason, detail)}; next attempt in {delay:.1f} s")
+            f"{why}; next attempt in {delay:.1f} s{hint}")
 
     async def _ask(self, client, headers: dict, job: _Job, state: dict) -> list[tuple[int, Result | RequestFailed]] | None:
         """One job with its retries; None when the run is stopping (another request hit a

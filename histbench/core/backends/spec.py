@@ -58,7 +58,10 @@ def split_spec(spec: str) -> tuple[str, str]:
     kind, target = spec.split(":", 1)
     kind = kind.strip().lower()
     if kind not in KINDS:
-        raise UsageError(f"unknown backend {kind!r} in model spec {spec!r} (known: {', '.join(KINDS)})", field="--model")
+        from histbench.core.suggest import did_you_mean
+
+        raise UsageError(f"unknown backend {kind!r}{did_you_mean(kind, KINDS)} in model spec {spec!r} "
+                         f"(known: {', '.join(KINDS)})", field="--model")
     if not target.strip():
         raise UsageError(f"model spec {spec!r} names no model", field="--model")
     return kind, target.strip()
@@ -203,7 +206,10 @@ def load_backend(spec: str, options: Mapping | None = None) -> Backend:
     options = dict(options or {})
     if kind == "offline":
         if target.lower() not in ("smollm2", "smollm2-135m-instruct"):
-            raise UsageError(f"unknown offline model {target!r} (known: smollm2)", field="--model")
+            from histbench.core.suggest import did_you_mean
+
+            raise UsageError(f"unknown offline model {target!r}{did_you_mean(target, ['smollm2'])} (known: smollm2)",
+                             field="--model")
         from .hf import HFBackend
         from .offline import SMOLLM2_NAME, smollm2_path, smollm2_revision
 
