@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from histbench.core.atomic import atomic_directory, write_text_atomic
 from histbench.core.errors import UsageError
 from histbench.core.markdown import format_ci, format_number, markdown_table  # noqa: F401 - used and re-exported
+from histbench.core.pages import clean_element, csp_meta, render_inline, render_markdown
 from histbench.core.schema import to_native
 
 if TYPE_CHECKING:
@@ -150,19 +151,15 @@ CARD_HEADLINES = 3
 
 def _page(title: str, body: str, home: str | None = None) -> str:
     nav = f'<header class="site"><a href="{html.escape(home)}">&larr; all benchmarks</a></header>\n' if home else ""
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n{csp_meta()}\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{html.escape(title)}</title>\n'
             f"<style>{_CSS}</style></head><body>\n{nav}{body}\n</body></html>\n")
 
 
 def _convert(markdown_text: str) -> tuple[str, str]:
     """(body HTML, contents list HTML) of a page's Markdown; headings get the anchors the
-    contents list links to."""
-    import markdown
-
-    md = markdown.Markdown(extensions=["tables", "fenced_code", "toc"], extension_configs={"toc": {"toc_depth": "2-4"}})
-    body = md.convert(markdown_text)
-    return body, md.toc
+    contents list links to. Raw HTML is off and links are cleaned (histbench.core.pages)."""
+    return render_markdown(markdown_text, clean=False)   # _finish cleans, after resolving item links
 
 
 def markdown_to_html(markdown_text: str, title: str, *, home: str | None = None, runs: Sequence[SiteRun] = (),
@@ -208,6 +205,7 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             _resolve_items_link(link, href, by_dir)
     for img in list(root.iter("img")):
         _figure(img)
+    clean_element(root)   # the figures' links carry their image's target: checked again
     heading = heading_element = None
     panel = None
     for element in list(root.iter()):
@@ -224,7 +222,7 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             panel = None
             if runs:
                 _link_table(element, runs)
-    out = (root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
+    out = html.escape(root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
     return out
 
 
@@ -483,10 +481,7 @@ def _best_first(headlines: list[Headline]) -> list[Headline]:
 
 
 def _inline(markdown_text: str) -> str:
-    import markdown
-
-    text = markdown.markdown(markdown_text)
-    return text[3:-4] if text.startswith("<p>") and text.endswith("</p>") else text
+    return render_inline(markdown_text)
 
 
 def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str = "") -> Path:

@@ -15,10 +15,10 @@ prediction, summary.csv per model x group).
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
+from histbench.core.sheets import sheet_text
 from histbench.eval.report import ReportSection, format_ci, format_number, markdown_table
 
 from .metrics import PROBABILITY_MODES
@@ -200,11 +200,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         Path(path).write_text("", encoding="utf-8")
         return
     columns = list(rows[0].keys())
-    with Path(path).open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    cleaned = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+    Path(path).write_text(sheet_text(columns, cleaned), encoding="utf-8", newline="")
 
 
 def build_section(

@@ -1,8 +1,10 @@
-"""Numbers and Markdown tables as the build summaries, reports and the demo print them."""
+"""Numbers and Markdown tables as the build summaries, reports and the demo print them, and
+the one escape for untrusted text that enters Markdown (`escape_markdown`)."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -31,9 +33,27 @@ def format_ci(value: float | None, low: float | None, high: float | None, digits
     return text
 
 
+#: the characters the report renderer (Python-Markdown with its tables extension) reads as
+#: syntax and lets a backslash escape; '&' and '<' are written as entities instead
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_{}\[\]()>#+\-.!|])")
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def escape_markdown(text: object) -> str:
+    """Untrusted text (a run label, a run folder's name, a model's answer) made literal inside
+    Markdown: every syntax character is backslash-escaped, '&' and '<' become entities and line
+    breaks become spaces, so the text renders as itself and cannot start a heading, a list, a
+    link, an image, emphasis, a table cell or raw HTML. Used where such text enters a report's
+    Markdown; in HTML it renders back to the original characters (line breaks as spaces)."""
+    text = _LINE_BREAKS.sub(" ", str(text)).replace("&", "&amp;").replace("<", "&lt;")
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", text)
+
+
 def _cell(value) -> str:
+    """A table cell: a pipe not already escaped is escaped (an escaped one, `\\|`, stays: a
+    pipe after an even number of backslashes would end the cell), line breaks become spaces."""
     text = format_number(value) if not isinstance(value, str) else value
-    return text.replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"(?<!\\)((?:\\\\)*)\|", r"\1\\|", _LINE_BREAKS.sub(" ", text))
 
 
 def markdown_table(rows: Iterable[Mapping | Sequence], columns: Sequence[str] | None = None, align: str | None = None) -> str:
