@@ -28,6 +28,7 @@ import json
 import math
 from pathlib import Path
 
+from histbench.core.markdown import escape_markdown
 from histbench.eval.report import ReportSection, markdown_table
 
 from .generation import MODE
@@ -172,6 +173,8 @@ def published_table_rows() -> tuple[list[dict], list[dict], str]:
 
 def generation_markdown(entries: list[dict], published: bool = False) -> str:
     table4, table7, channels, reliability = table_rows(entries)
+    for row in (*table4, *table7, *channels):   # run labels are untrusted text: escaped where they enter Markdown
+        row["Model"] = escape_markdown(row["Model"])
     if published:
         p4, p7, source = published_table_rows()
         table4, table7 = table4 + p4, table7 + p7

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from histbench.core.markdown import escape_markdown
 from histbench.core.sheets import sheet_text
 from histbench.eval.report import ReportSection, format_ci, format_number, markdown_table
 
@@ -41,7 +42,7 @@ def summary_table(scores: Scores, mode: str) -> str:
     rows = []
     for r in scores.summary:
         rows.append([
-            r["model"], r["group"], r["sentences"], r["scored"], _fmt(r["mean_rho"], 2),
+            escape_markdown(r["model"]), escape_markdown(r["group"]), r["sentences"], r["scored"], _fmt(r["mean_rho"], 2),
             format_ci(r[f"beta_{mode}_mean"], r[f"beta_{mode}_low"], r[f"beta_{mode}_high"]) or "-",
             _fmt(r[f"beta_{mode}_median"]),
             format_ci(r[f"delta_{mode}_mean"], r[f"delta_{mode}_low"], r[f"delta_{mode}_high"]) or "-",
