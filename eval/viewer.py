@@ -45,7 +45,7 @@ from typing import Any
 
 from histbench.core.atomic import atomic_directory
 from histbench.core.errors import EvalError, UsageError
-from histbench.core.pages import csp_meta
+from histbench.core.pages import csp_meta, escape
 from histbench.core.readers import iter_jsonl_objects
 from histbench.core.secrets import scrub_text
 
@@ -249,9 +249,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _html_escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
+    return escape(text)
 
 
 def items_url(viewer: str, **filters: str | None) -> str:

@@ -37,6 +37,8 @@ def format_ci(value: float | None, low: float | None, high: float | None, digits
 #: syntax and lets a backslash escape; '&' and '<' are written as entities instead
 _MARKDOWN_SYNTAX = re.compile(r"([\\`*_{}\[\]()>#+\-.!|])")
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: control characters no HTML page may hold (shown as U+FFFD, the replacement character)
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def escape_markdown(text: object) -> str:
@@ -44,8 +46,9 @@ def escape_markdown(text: object) -> str:
     Markdown: every syntax character is backslash-escaped, '&' and '<' become entities and line
     breaks become spaces, so the text renders as itself and cannot start a heading, a list, a
     link, an image, emphasis, a table cell or raw HTML. Used where such text enters a report's
-    Markdown; in HTML it renders back to the original characters (line breaks as spaces)."""
-    text = _LINE_BREAKS.sub(" ", str(text)).replace("&", "&amp;").replace("<", "&lt;")
+    Markdown; in HTML it renders back to the original characters (line breaks as spaces, other
+    control characters as U+FFFD)."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text))).replace("&", "&amp;").replace("<", "&lt;")
     return _MARKDOWN_SYNTAX.sub(r"\\\1", text)
 
 

@@ -36,8 +36,11 @@ _IGNORED_IN_URL = re.compile(r"[\x00-\x20\x7f]")
 
 
 def escape(text: object) -> str:
-    """Text (or anything, as str) made safe inside an HTML element or a quoted attribute."""
-    return html.escape(str(text), quote=True)
+    """Text (or anything, as str) made safe inside an HTML element or a quoted attribute
+    (control characters, which no page may hold, as U+FFFD)."""
+    from histbench.core.markdown import CONTROL_CHARACTERS
+
+    return html.escape(CONTROL_CHARACTERS.sub("\ufffd", str(text)), quote=True)
 
 
 def safe_url(url: str | None) -> bool:
@@ -66,8 +69,10 @@ def render_markdown(text: str, *, clean: bool = True) -> tuple[str, str]:
     and images cleaned (`clean_fragment`). Headings get the anchors the contents list uses.
     clean=False leaves the body's links to a caller that resolves links of its own scheme
     first and then applies `clean_element` itself (the report site's `_finish`)."""
+    from histbench.core.markdown import CONTROL_CHARACTERS
+
     md = _markdown()
-    body = md.convert(text)
+    body = md.convert(CONTROL_CHARACTERS.sub("\ufffd", text))   # no page may hold a control character
     return (clean_fragment(body) if clean else body), clean_fragment(md.toc)
 
 
