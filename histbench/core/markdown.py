@@ -34,8 +34,10 @@ def format_ci(value: float | None, low: float | None, high: float | None, digits
 
 
 #: the characters the report renderer (Python-Markdown with its tables extension) reads as
-#: syntax and lets a backslash escape; '&' and '<' are written as entities instead
-_MARKDOWN_SYNTAX = re.compile(r"([\\`*_{}\[\]()>#+\-.!|])")
+#: syntax anywhere in a line and lets a backslash escape; '&' and '<' become entities instead
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]|])")
+#: what starts a block only at the start of a line (heading, quote, list item, numbered item)
+_BLOCK_START = re.compile(r"^(\s*)([#>+\-=]|\d+[.)])")
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 #: control characters no HTML page may hold (shown as U+FFFD, the replacement character)
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -43,13 +45,21 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 def escape_markdown(text: object) -> str:
     """Untrusted text (a run label, a run folder's name, a model's answer) made literal inside
-    Markdown: every syntax character is backslash-escaped, '&' and '<' become entities and line
-    breaks become spaces, so the text renders as itself and cannot start a heading, a list, a
-    link, an image, emphasis, a table cell or raw HTML. Used where such text enters a report's
-    Markdown; in HTML it renders back to the original characters (line breaks as spaces, other
-    control characters as U+FFFD)."""
-    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text))).replace("&", "&amp;").replace("<", "&lt;")
-    return _MARKDOWN_SYNTAX.sub(r"\\\1", text)
+    a line of Markdown: line breaks become spaces, '&' and '<' entities, and every character
+    that is syntax anywhere in a line (backslash, backtick, '*', '_', brackets, '|') is
+    backslash-escaped, as is a heading, quote or list marker at its start; so the text renders
+    as itself and cannot start a heading, a list, a link, an image, emphasis, a table cell or
+    raw HTML. Other characters stay as they are ("Qwen3-8B", "gpt-4o.mini"), so the Markdown
+    copy of a report stays readable. Control characters show as U+FFFD."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text)))
+    text = _MARKDOWN_SYNTAX.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
+    return _BLOCK_START.sub(_escape_block_start, text, count=1)
+
+
+def _escape_block_start(match: re.Match) -> str:
+    marker = match.group(2)
+    # '=' (a setext underline) has no backslash escape in Python-Markdown: an entity instead
+    return match.group(1) + ("&#61;" if marker == "=" else marker[:-1] + "\\" + marker[-1])
 
 
 def _cell(value) -> str:
