@@ -428,7 +428,7 @@ def repeats_table(entries: list[Entry]) -> str:
     rows = []
     for e in entries:
         for _, c in e.repeats:
-            rows.append([e.md_label, f"`{c['run']}`", f"{c['all']['compared']:,}",
+            rows.append([e.md_label, escape_markdown(c["run"]), f"{c['all']['compared']:,}",
                          DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
                          DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
                          *[DASH if _nan(c[p]["identical"]) else f"{100 * c[p]['identical']:.1f}" for p in ("undated", "old", "new")]])
@@ -444,7 +444,7 @@ def instructions_table(entries: list[Entry]) -> str:
             continue
         original, c = e.instruction_of
         prompts = e.preds.info.get("prompts") or {}
-        rows.append([e.md_label, original, f"`{Path(str(prompts.get('path', ''))).name}`", f"{c['all']['compared']:,}",
+        rows.append([e.md_label, escape_markdown(original), escape_markdown(Path(str(prompts.get("path", ""))).name), f"{c['all']['compared']:,}",
                      DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
                      DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
                      *[DASH if _nan(c[p]["mean_w"]) else f"{c[p]['mean_w']:.4f}" for p in ("undated", "old", "new")]])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import EvalError
-from histbench.core.markdown import escape_markdown
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.progress import log
 from histbench.eval.plugin import add_report_run_arguments
 from histbench.eval.report import ReportSection, markdown_table, write_report
@@ -226,7 +226,7 @@ def coding_note(coding: dict) -> str:
         return "No system made a Source-grounded error, so there is nothing to code."
     parts = []
     if coding["codes_file"]:
-        parts.append(f"Categories read from `{Path(coding['codes_file']).name}` ({len(coding['codes'])} of "
+        parts.append(f"Categories read from {code_span(Path(coding['codes_file']).name)} ({len(coding['codes'])} of "
                      f"{coding['errors']} errors coded).")
     else:
         parts.append(f"No category is coded yet: code the `category` column of `{ERRORS_CSV}` with the Table 7 "
@@ -482,8 +482,8 @@ def run_report(args: argparse.Namespace) -> None:
                                     family=args.bonferroni_family, family_size=args.bonferroni_tests,
                                     cluster_estimator=args.cluster_bootstrap, error_codes=args.error_codes)
     # folders by name: the page is shared, their place on this disk is not (report.json has them relative)
-    sections.append(ReportSection("Data", f"Dataset `{Path(built.path).name}` (data sha256 `{bench.identity.get('data_sha256')}`); "
-                                  f"runs: {', '.join(f'`{Path(r.path).name}`' for r in runs)}.", data=data))
+    sections.append(ReportSection("Data", f"Dataset {code_span(Path(built.path).name)} (data sha256 `{bench.identity.get('data_sha256')}`); "
+                                  f"runs: {', '.join(code_span(Path(r.path).name) for r in runs)}.", data=data))
     index = write_report(sections, out, "MHER report")
     log(f"[mher] report: {index}")
     print(index)

@@ -56,6 +56,16 @@ def escape_markdown(text: object) -> str:
     return _BLOCK_START.sub(_escape_block_start, text, count=1)
 
 
+def code_span(text: object) -> str:
+    """Untrusted text as a Markdown code span: fenced with more backticks than any run of
+    backticks inside it (so it cannot close the span early), line breaks as spaces, control
+    characters as U+FFFD. For names shown as code in a sentence: a run folder, a file."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text)))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _escape_block_start(match: re.Match) -> str:
     marker = match.group(2)
     # '=' (a setext underline) has no backslash escape in Python-Markdown: an entity instead

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import html as lhtml
 
-from histbench.core.markdown import CONTROL_CHARACTERS, escape_markdown, markdown_table
+from histbench.core.markdown import CONTROL_CHARACTERS, code_span, escape_markdown, markdown_table
 from histbench.core.pages import csp, render_inline, render_markdown, safe_url, script_hash
 from histbench.eval.report import Headline, ReportSection, SitePage, SiteRun, markdown_to_html, write_site
 from histbench.eval.viewer import ViewerRun, render_page, write_viewer
@@ -79,6 +79,14 @@ def test_escaped_text_renders_as_itself(text):
     root = _fragment(rendered)
     assert len(root) == 0, rendered          # no element: no link, heading, emphasis, image or HTML
     assert _normal(root.text_content()) == _normal("Run " + text + " ends.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(hostile.map(lambda t: t + "`" * (len(t) % 3)).filter(lambda t: t.strip()))
+def test_a_code_span_holds_the_whole_text(text):
+    root = _fragment(render_inline("Run " + code_span(text) + " ends."))
+    assert [child.tag for child in root] == ["code"]
+    assert _normal(root[0].text_content()) == _normal(text)
 
 
 @settings(max_examples=200, deadline=None)
