@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.core.errors import EvalError
-from histbench.core.markdown import escape_markdown
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.eval.report import markdown_table
 
 from . import figures as fig
@@ -223,7 +223,7 @@ def runs_table(entries: list[Entry]) -> str:
                      ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}"])
     table = markdown_table(rows, ["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
                                   "prompts not asked (outside the sample)"], "llrrrlr")
-    signatures = [f"- {e.md_label}: `{e.preds.info['signature']}`" for e in entries if e.preds.info.get("signature")]
+    signatures = [f"- {e.md_label}: {code_span(e.preds.info['signature'])}" for e in entries if e.preds.info.get("signature")]
     return table + ("\n\nSignatures:\n\n" + "\n".join(signatures) if signatures else "")
 
 

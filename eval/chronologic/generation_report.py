@@ -28,7 +28,7 @@ import json
 import math
 from pathlib import Path
 
-from histbench.core.markdown import escape_markdown
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.eval.report import ReportSection, markdown_table
 
 from .generation import MODE
@@ -212,8 +212,8 @@ def generation_markdown(entries: list[dict], published: bool = False) -> str:
         lines += ["", "**Warning:** these runs were generated on different builds of the dataset; they are not comparable."]
     lines += ["", "Signatures:", ""]
     for e, row in zip(entries, own, strict=True):
-        lines.append(f"- {row['Model']}: generation `{e['generation']['signature']['text']}`"
-                     + (f"; judge `{e['substantive']['signature']['text']}`" if e["substantive"] else ""))
+        lines.append(f"- {row['Model']}: generation {code_span(e['generation']['signature']['text'])}"
+                     + (f"; judge {code_span(e['substantive']['signature']['text'])}" if e["substantive"] else ""))
     return "\n".join(lines)
 
 

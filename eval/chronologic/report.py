@@ -11,7 +11,7 @@ from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS, REASONING_TYPES, TYPE_LABELS
 from histbench.core.errors import EvalError, UsageError
-from histbench.core.markdown import escape_markdown
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
@@ -164,7 +164,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
     if len(datasets) > 1:
         lines += ["", "**Warning:** these runs were computed on different builds of the dataset "
                   f"({', '.join(sorted(str(d)[:12] for d in datasets))}); they are not comparable."]
-    signatures = [f"- {escape_markdown(r['label'])}: `{r['signature']['text']}`" for r in results]
+    signatures = [f"- {escape_markdown(r['label'])}: {code_span(r['signature']['text'])}" for r in results]
     lines += ["", "Signatures:", "", *signatures]
     return "\n".join(lines)
 
