@@ -119,7 +119,7 @@ def csp(scripts: Sequence[str] = ()) -> str:
     no hash). Inline styles are allowed: the pages style themselves (tables align cells with
     a style attribute), and CSS runs no script."""
     script = " ".join(script_hash(s) for s in scripts) + " 'strict-dynamic'" if scripts else "'none'"
-    return ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+    return ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; "
             f"script-src {script}; object-src 'none'; base-uri 'none'; form-action 'none'")
 
 
