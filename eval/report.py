@@ -13,7 +13,6 @@ report (no index.md or report.json) is never replaced. Every file written by
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 from histbench.core.atomic import atomic_directory, write_text_atomic
 from histbench.core.errors import UsageError
 from histbench.core.markdown import format_ci, format_number, markdown_table  # noqa: F401 - used and re-exported
+from histbench.core.pages import clean_element, csp_meta, escape, render_inline, render_markdown
 from histbench.core.schema import to_native
 
 if TYPE_CHECKING:
@@ -149,20 +149,16 @@ CARD_HEADLINES = 3
 
 
 def _page(title: str, body: str, home: str | None = None) -> str:
-    nav = f'<header class="site"><a href="{html.escape(home)}">&larr; all benchmarks</a></header>\n' if home else ""
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{html.escape(title)}</title>\n'
+    nav = f'<header class="site"><a href="{escape(home)}">&larr; all benchmarks</a></header>\n' if home else ""
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n{csp_meta()}\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{escape(title)}</title>\n'
             f"<style>{_CSS}</style></head><body>\n{nav}{body}\n</body></html>\n")
 
 
 def _convert(markdown_text: str) -> tuple[str, str]:
     """(body HTML, contents list HTML) of a page's Markdown; headings get the anchors the
-    contents list links to."""
-    import markdown
-
-    md = markdown.Markdown(extensions=["tables", "fenced_code", "toc"], extension_configs={"toc": {"toc_depth": "2-4"}})
-    body = md.convert(markdown_text)
-    return body, md.toc
+    contents list links to. Raw HTML is off and links are cleaned (histbench.core.pages)."""
+    return render_markdown(markdown_text, clean=False)   # _finish cleans, after resolving item links
 
 
 def markdown_to_html(markdown_text: str, title: str, *, home: str | None = None, runs: Sequence[SiteRun] = (),
@@ -208,6 +204,7 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             _resolve_items_link(link, href, by_dir)
     for img in list(root.iter("img")):
         _figure(img)
+    clean_element(root)   # the figures' links carry their image's target: checked again
     heading = heading_element = None
     panel = None
     for element in list(root.iter()):
@@ -224,7 +221,7 @@ def _finish(body: str, runs: Sequence[SiteRun]) -> str:
             panel = None
             if runs:
                 _link_table(element, runs)
-    out = (root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
+    out = escape(root.text or "") + "".join(lhtml.tostring(child, encoding="unicode") for child in root)
     return out
 
 
@@ -441,8 +438,8 @@ def _page_markdown(page: SitePage, level: int) -> str:
 def _card(page: SitePage) -> str:
     """One benchmark's card: what was built, each run with its headline numbers (at most
     CARD_HEADLINES a run; the rest are on the page) and a link to its items."""
-    parts = [f'<section class="card" id="card-{html.escape(page.name)}">',
-             f'<h2><a href="{html.escape(page.name)}.html">{html.escape(page.title)}</a></h2>']
+    parts = [f'<section class="card" id="card-{escape(page.name)}">',
+             f'<h2><a href="{escape(page.name)}.html">{escape(page.title)}</a></h2>']
     if page.built:
         parts.append(f"<p>{_inline(page.built)}</p>")
     if not page.runs:
@@ -453,17 +450,17 @@ def _card(page: SitePage) -> str:
         ranked = _best_first(run.headlines)
         shown = ranked[:CARD_HEADLINES] or [Headline(run.label, run.note or "", "")]
         more = len(run.headlines) - len(shown)
-        name = html.escape(run.label)
+        name = escape(run.label)
         if run.viewer:
-            name = f'<a href="{html.escape(run.viewer)}" title="every item of this run">{name}</a><br><small>items</small>'
+            name = f'<a href="{escape(run.viewer)}" title="every item of this run">{name}</a><br><small>items</small>'
         rows = len(shown) + (1 if more > 0 else 0)
         for k, h in enumerate(shown):
             metric = h.metric if h.run == run.label else f"{h.run}: {h.metric}"
             first = f'<td rowspan="{rows}">{name}</td>' if k == 0 else ""
-            parts.append(f"<tr>{first}<td>{html.escape(metric)}</td><td>{html.escape(h.value)}</td></tr>")
+            parts.append(f"<tr>{first}<td>{escape(metric)}</td><td>{escape(h.value)}</td></tr>")
         if more > 0:
             best = "the best shown; " if ranked is not run.headlines else ""
-            parts.append(f'<tr><td colspan="2" class="more">{best}and {more} more on <a href="{html.escape(page.name)}.html">'
+            parts.append(f'<tr><td colspan="2" class="more">{best}and {more} more on <a href="{escape(page.name)}.html">'
                          "the page</a></td></tr>")
     parts += ["</tbody></table>", "</section>"]
     return "\n".join(parts)
@@ -483,10 +480,7 @@ def _best_first(headlines: list[Headline]) -> list[Headline]:
 
 
 def _inline(markdown_text: str) -> str:
-    import markdown
-
-    text = markdown.markdown(markdown_text)
-    return text[3:-4] if text.startswith("<p>") and text.endswith("</p>") else text
+    return render_inline(markdown_text)
 
 
 def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str = "") -> Path:
@@ -514,7 +508,7 @@ def write_site(pages: Sequence[SitePage], out_dir: Path, title: str, intro: str 
         rendered[f"{page.name}.html"] = markdown_to_html(text, page.title, home="index.html", runs=page.runs)
     cards = "\n".join(_card(page) for page in pages)
     intro_html = _inline(intro) if intro else ""
-    rendered["index.html"] = _page(title, f"<h1>{html.escape(title)}</h1>\n"
+    rendered["index.html"] = _page(title, f"<h1>{escape(title)}</h1>\n"
                                           + (f"<p>{intro_html}</p>\n" if intro_html else "")
                                           + f'<div class="cards">\n{cards}\n</div>')
     if len(pages) == 1:

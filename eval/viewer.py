@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import webbrowser
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +45,7 @@ from typing import Any
 
 from histbench.core.atomic import atomic_directory
 from histbench.core.errors import EvalError, UsageError
+from histbench.core.pages import csp_meta, escape
 from histbench.core.readers import iter_jsonl_objects
 from histbench.core.secrets import scrub_text
 
@@ -185,9 +187,7 @@ def write_viewer(run: ViewerRun, out: Path, *, chunk_size: int = CHUNK_SIZE) -> 
         "option_columns": [{"key": k, "label": h} for k, h in run.option_columns],
         "outcomes": OUTCOME_HELP,
     }
-    template = files("histbench.eval").joinpath("viewer_page.html").read_text(encoding="utf-8")
-    page = template.replace("__TITLE__", _html_escape(meta["title"])).replace("__META__", _script_json(meta))
-    page = page.replace("<!-- histbench per-item viewer.", f"<!-- {MARKER}.", 1)
+    page = render_page(meta)
     with atomic_directory(out) as tmp:
         (tmp / "items").mkdir()
         _write(tmp / "index.html", page)
@@ -202,6 +202,22 @@ def write_viewer(run: ViewerRun, out: Path, *, chunk_size: int = CHUNK_SIZE) -> 
             texts = [search_text(item) for item in chunk]
             _write(tmp / "items" / f"search-{n:04d}.js", f"window.histbenchViewer.search({n}, {_script_json(texts)});\n")
     return out / "index.html"
+
+
+PLACEHOLDERS = re.compile(r"__(TITLE|META|CSP)__")
+_INLINE_SCRIPT = re.compile(r"<script>(\n.*?)</script>", re.DOTALL)   # the page's own script: "<script>" then a line break
+
+
+def render_page(meta: Mapping) -> str:
+    """The viewer page for `meta`: the template's placeholders filled in one pass, so that a
+    label holding a placeholder's name ("__META__") stays text; the title escaped for HTML,
+    the data a JSON block (no '<' inside it), and a Content-Security-Policy that allows only
+    the template's own script (by its hash) and the item files it loads."""
+    template = files("histbench.eval").joinpath("viewer_page.html").read_text(encoding="utf-8")
+    scripts = _INLINE_SCRIPT.findall(template)
+    values = {"TITLE": _html_escape(meta["title"]), "META": _script_json(meta), "CSP": csp_meta(scripts)}
+    page = PLACEHOLDERS.sub(lambda m: values[m.group(1)], template)
+    return page.replace("<!-- histbench per-item viewer.", f"<!-- {MARKER}.", 1)
 
 
 def search_text(item: Mapping) -> str:
@@ -233,9 +249,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _html_escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
+    return escape(text)
 
 
 def items_url(viewer: str, **filters: str | None) -> str:

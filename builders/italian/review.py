@@ -37,8 +37,6 @@ wrote, or a file that is not a review sheet, is never overwritten.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -300,11 +298,8 @@ def write_sheet(rows: list[dict], out: Path) -> None:
     if suffix == "jsonl":
         text = "".join(json.dumps({c: r.get(c, "") for c in COLUMNS}, ensure_ascii=False) + "\n" for r in rows)
     else:
-        buffer = io.StringIO(newline="")
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, delimiter="\t" if suffix == "tsv" else ",")
-        writer.writeheader()
-        writer.writerows({c: r.get(c, "") for c in COLUMNS} for r in rows)
-        text = buffer.getvalue()
+        # glosses, contexts and candidates come from outside: formula triggers neutralised
+        text = sheets.sheet_text(COLUMNS, rows, delimiter="\t" if suffix == "tsv" else ",")
     with atomic_path(out) as tmp:
         tmp.write_bytes(text.encode("utf-8"))
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from histbench.core.errors import EvalError
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.eval.report import markdown_table
 
 from . import figures as fig
@@ -95,6 +96,12 @@ class Entry:
     @property
     def label(self) -> str:
         return self.analysis.label
+
+    @property
+    def md_label(self) -> str:
+        """The label as it enters the report's Markdown: untrusted text (a run folder is shared),
+        escaped so it renders as itself (histbench.core.markdown.escape_markdown)."""
+        return escape_markdown(self.analysis.label)
 
     @property
     def is_model(self) -> bool:
@@ -214,11 +221,11 @@ def runs_table(entries: list[Entry]) -> str:
             for reason, n in reasons.items():
                 invalid[reason] = invalid.get(reason, 0) + n
         missing = sum(e.preds.missing.get(p, 0) for p in ("undated", "old", "new"))
-        rows.append([e.label, e.preds.kind + (f" ({info.get('baseline')})" if info.get("baseline") else ""), *cells,
+        rows.append([e.md_label, e.preds.kind + (f" ({info.get('baseline')})" if info.get("baseline") else ""), *cells,
                      ", ".join(f"{k} {v:,}" for k, v in sorted(invalid.items())) or "none", f"{missing:,}"])
     table = markdown_table(rows, ["run", "kind", "undated valid", "older valid", "newer valid", "invalid outputs (excluded)",
                                   "prompts not asked (outside the sample)"], "llrrrlr")
-    signatures = [f"- {e.label}: `{e.preds.info['signature']}`" for e in entries if e.preds.info.get("signature")]
+    signatures = [f"- {e.md_label}: {code_span(e.preds.info['signature'])}" for e in entries if e.preds.info.get("signature")]
     return table + ("\n\nSignatures:\n\n" + "\n".join(signatures) if signatures else "")
 
 
@@ -228,7 +235,7 @@ def retention_table(entries: list[Entry]) -> str:
     for e in entries:
         c = e.analysis.counts
         s = c["by_survey"]
-        rows.append([e.label, f"{e.analysis.retention:.0%}",
+        rows.append([e.md_label, f"{e.analysis.retention:.0%}",
                      f"{s['WVS']['retained']:,}/{s['WVS']['scored']:,}", f"{s['ISSP']['retained']:,}/{s['ISSP']['scored']:,}",
                      f"{c['retained']:,}", f"{c.get('not_asked', 0):,}", f"{c['excluded_invalid_undated']:,}",
                      f"{c['excluded_by_filter']:,}", f"{c['excluded_invalid_dated']:,}", f"{c['analysed']:,}"])
@@ -241,16 +248,16 @@ def table7(entries: list[Entry]) -> str:
     rows = []
     for e in entries:
         for level, counts in e.retained_by_level.items():
-            rows.append([e.label, f"{level:.0%}", *[f"{counts[c]:,}" for c in m.CATEGORIES], f"{counts['total']:,}"])
+            rows.append([e.md_label, f"{level:.0%}", *[f"{counts[c]:,}" for c in m.CATEGORIES], f"{counts['total']:,}"])
     return _table(["run", "retained", *[CAT[c] for c in m.CATEGORIES], "total"], rows)
 
 
 def _rows_with_references(entries: list[Entry], render) -> list[list[str]]:
     rows = []
     for e in entries:
-        rows.append([e.label, *render(e.analysis)])
+        rows.append([e.md_label, *render(e.analysis)])
         for name, ref in e.references.items():
-            label = f"uniform (on {e.label}'s pairs)" if name == "uniform" else f"static ({e.label}'s undated answer)"
+            label = f"uniform (on {e.md_label}'s pairs)" if name == "uniform" else f"static ({e.md_label}'s undated answer)"
             rows.append([label, *render(ref)])
     return rows
 
@@ -275,7 +282,7 @@ def table9(a: Analysis) -> str:
 
 def table10a(entries: list[Entry]) -> str:
     header = ["run", *[f"separated {CAT[c]}" for c in SHIFTED], *[f"same period {CAT[c]}" for c in SHIFTED]]
-    rows = [[e.label, *[pct(e.analysis.cell(f"align.default.{c}.separated")) for c in SHIFTED],
+    rows = [[e.md_label, *[pct(e.analysis.cell(f"align.default.{c}.separated")) for c in SHIFTED],
              *[pct(e.analysis.cell(f"align.default.{c}.same_period")) for c in SHIFTED]] for e in entries]
     return _table(header, rows)
 
@@ -283,7 +290,7 @@ def table10a(entries: list[Entry]) -> str:
 def table10b(entries: list[Entry]) -> str:
     names = ("separated", "older_aligned", "newer_aligned", "reversed", "tie")
     header = ["run", "separated", "older-aligned", "newer-aligned", "reversed", "tie (1e-12)", "shifted pairs"]
-    rows = [[e.label, *[pct(e.analysis.cell(f"align.default.shifted.{x}")) for x in names],
+    rows = [[e.md_label, *[pct(e.analysis.cell(f"align.default.shifted.{x}")) for x in names],
              f"{e.analysis.cell('align.default.shifted.separated').n:,}"] for e in entries]
     return _table(header, rows)
 
@@ -291,7 +298,7 @@ def table10b(entries: list[Entry]) -> str:
 def table11(entries: list[Entry], metric: str) -> str:
     render = pct if metric == "zero_shift" else num
     header = ["run", *[CAT[c] for c in SHIFTED]]
-    rows = [[e.label, *[render(e.analysis.cell(f"rf2.default.{c}.{metric}")) for c in SHIFTED]] for e in entries]
+    rows = [[e.md_label, *[render(e.analysis.cell(f"rf2.default.{c}.{metric}")) for c in SHIFTED]] for e in entries]
     return _table(header, rows)
 
 
@@ -306,7 +313,7 @@ def table12(a: Analysis) -> str:
 
 def table13(entries: list[Entry]) -> str:
     header = ["run", "preserves", "small false drift", "large false drift", "stable pairs"]
-    rows = [[e.label, *[pct(e.analysis.cell(f"stable.default.all.{x}")) for x in m.STABILITY],
+    rows = [[e.md_label, *[pct(e.analysis.cell(f"stable.default.all.{x}")) for x in m.STABILITY],
              f"{e.analysis.cell('stable.default.all.preserves').n:,}"] for e in entries]
     return _table(header, rows)
 
@@ -320,7 +327,7 @@ def table14(a: Analysis) -> str:
 
 def table15(entries: list[Entry]) -> str:
     header = ["run", "oldest", "intermediate", "newest", "combinations"]
-    rows = [[e.label, *[pct(e.analysis.cell(f"rf3.default_period.all.{x}")) for x in m.DEFAULT_PERIODS],
+    rows = [[e.md_label, *[pct(e.analysis.cell(f"rf3.default_period.all.{x}")) for x in m.DEFAULT_PERIODS],
              f"{e.analysis.cell('rf3.default_period.all.oldest').n:,}"] for e in entries]
     return _table(header, rows)
 
@@ -339,14 +346,14 @@ def table16(a: Analysis) -> str:
 def table17(entries: list[Entry], period: str) -> str:
     base = f"rf3.benefit.{period}.all"
     header = ["run", "benefit (x100)", "helped", "unchanged", "hurt", "identical"]
-    rows = [[e.label, benefit(e.analysis.cell(f"{base}.mean")),
+    rows = [[e.md_label, benefit(e.analysis.cell(f"{base}.mean")),
              *[pct(e.analysis.cell(f"{base}.{x}")) for x in ("helped", "unchanged", "hurt", "identical")]] for e in entries]
     return _table(header, rows)
 
 
 def table18(entries: list[Entry], period: str) -> str:
     header = ["run", *[CAT[c] for c in m.CATEGORIES]]
-    rows = [[e.label, *[benefit(e.analysis.cell(f"rf3.benefit.{period}.{c}.mean")) for c in m.CATEGORIES]] for e in entries]
+    rows = [[e.md_label, *[benefit(e.analysis.cell(f"rf3.benefit.{period}.{c}.mean")) for c in m.CATEGORIES]] for e in entries]
     return _table(header, rows)
 
 
@@ -362,7 +369,7 @@ def table19(a: Analysis) -> str:
 
 def table20(entries: list[Entry]) -> str:
     header = ["run", "older: helped", "older: hurt", "newer: helped", "newer: hurt", "very strong pairs"]
-    rows = [[e.label, *[pct(e.analysis.cell(f"rf3.benefit.{p}.very_strong.{x}")) for p in ("old", "new")
+    rows = [[e.md_label, *[pct(e.analysis.cell(f"rf3.benefit.{p}.very_strong.{x}")) for p in ("old", "new")
                         for x in ("helped", "hurt")], f"{e.analysis.cell('rf3.benefit.old.very_strong.mean').n:,}"]
             for e in entries]
     return _table(header, rows)
@@ -376,14 +383,14 @@ def robustness_tables(entries: list[Entry]) -> dict[str, str]:
     for e in entries:
         a = e.analysis
         for s in ("tighter", "default", "looser"):
-            rows22.append([e.label, s, *[pct(a.cell(f"rf1.{s}.tau0.10.{c}.both"), ci=False) for c in m.CATEGORIES],
+            rows22.append([e.md_label, s, *[pct(a.cell(f"rf1.{s}.tau0.10.{c}.both"), ci=False) for c in m.CATEGORIES],
                            *[pct(a.cell(f"rf1.{s}.tau0.10.{c}.one_only"), ci=False) for c in m.CATEGORIES]])
-            rows23.append([e.label, s, *[pct(a.cell(f"align.{s}.{c}.separated"), ci=False) for c in SHIFTED],
+            rows23.append([e.md_label, s, *[pct(a.cell(f"align.{s}.{c}.separated"), ci=False) for c in SHIFTED],
                            *[pct(a.cell(f"align.{s}.{c}.same_period"), ci=False) for c in SHIFTED]])
-            rows24.append([e.label, s, *[pct(a.cell(f"rf2.{s}.{c}.zero_shift"), ci=False) for c in SHIFTED],
+            rows24.append([e.md_label, s, *[pct(a.cell(f"rf2.{s}.{c}.zero_shift"), ci=False) for c in SHIFTED],
                            *[num(a.cell(f"rf2.{s}.{c}.median_ratio"), ci=False) for c in SHIFTED],
                            *[num(a.cell(f"rf2.{s}.{c}.median_cosine"), ci=False) for c in SHIFTED]])
-            rows25.append([e.label, s, *[pct(a.cell(f"stable.{s}.all.{x}"), ci=False) for x in m.STABILITY]])
+            rows25.append([e.md_label, s, *[pct(a.cell(f"stable.{s}.all.{x}"), ci=False) for x in m.STABILITY]])
     cats = [CAT[c] for c in m.CATEGORIES]
     shifted = [CAT[c] for c in SHIFTED]
     out["22"] = markdown_table(rows22, ["run", "set", *[f"both {c}" for c in cats], *[f"one only {c}" for c in cats]],
@@ -423,7 +430,7 @@ def repeats_table(entries: list[Entry]) -> str:
     rows = []
     for e in entries:
         for _, c in e.repeats:
-            rows.append([e.label, f"`{c['run']}`", f"{c['all']['compared']:,}",
+            rows.append([e.md_label, escape_markdown(c["run"]), f"{c['all']['compared']:,}",
                          DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
                          DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
                          *[DASH if _nan(c[p]["identical"]) else f"{100 * c[p]['identical']:.1f}" for p in ("undated", "old", "new")]])
@@ -439,7 +446,7 @@ def instructions_table(entries: list[Entry]) -> str:
             continue
         original, c = e.instruction_of
         prompts = e.preds.info.get("prompts") or {}
-        rows.append([e.label, original, f"`{Path(str(prompts.get('path', ''))).name}`", f"{c['all']['compared']:,}",
+        rows.append([e.md_label, escape_markdown(original), escape_markdown(Path(str(prompts.get("path", ""))).name), f"{c['all']['compared']:,}",
                      DASH if _nan(c["all"]["identical"]) else f"{100 * c['all']['identical']:.1f}",
                      DASH if _nan(c["all"]["mean_w"]) else f"{c['all']['mean_w']:.4f}",
                      *[DASH if _nan(c[p]["mean_w"]) else f"{c[p]['mean_w']:.4f}" for p in ("undated", "old", "new")]])
@@ -460,7 +467,7 @@ def modal_table(entries: list[Entry]) -> str:
             cells.append(DASH if not entry["kept"] else
                          f"{100 * ci['estimate']:.1f} [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}] (n={entry['kept']:,})")
         hidden = mo["shifted"]["correct_mode_under_half_shift"]
-        rows.append([e.label, *cells, f"{mo['kept']:,}/{mo['pairs']:,}",
+        rows.append([e.md_label, *cells, f"{mo['kept']:,}/{mo['pairs']:,}",
                      DASH if _nan(hidden["estimate"]) else f"{100 * hidden['estimate']:.1f} (n={mo['shifted']['with_distribution_predictions']:,})"])
     return _table(["run", "stable: both correct (%)", "strong", "very strong", "pairs kept (>= 1 period correct)",
                    "shifted: correct mode, < half the shift captured (%)"], rows)
@@ -588,7 +595,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
         for e in shown:
             path = fig.knowledge_figure(e.analysis, figure_dir)
             figures.append(path)
-            md += ["", _img(path, link_prefix, f"Figure 11. Nearest-survey distance K, retained and excluded: {e.label}")]
+            md += ["", _img(path, link_prefix, f"Figure 11. Nearest-survey distance K, retained and excluded: {e.md_label}")]
     parts.append(Part("Runs, invalid outputs and the knowledge filter (B.1, B.2, Tables 6-7, Figure 11)", "\n".join(md),
                       {"runs": {e.label: {"counts": e.analysis.counts, "info": {k: v for k, v in e.preds.info.items()
                                                                              if k not in ("signature_fields",)}}
@@ -606,12 +613,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           _img(f5, link_prefix, "Figure 5. Both periods (a) and one period only (b) within tau = 0.10, by human shift"),
           "", f"{h} Table 9. Accuracy at each tolerance (C.2)"]
     for e in entries:
-        md += ["", f"**{e.label}**", "", table9(e.analysis)]
+        md += ["", f"**{e.md_label}**", "", table9(e.analysis)]
     figures = [f5]
     for e in shown:
         path = fig.period_error_figure(e.analysis, figure_dir)
         figures.append(path)
-        md += ["", _img(path, link_prefix, f"Figure 12. Per-period prediction errors: {e.label}")]
+        md += ["", _img(path, link_prefix, f"Figure 12. Per-period prediction errors: {e.md_label}")]
     parts.append(Part("RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figures 5 and 12)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf1.default")
                        | {f"reference.{n}.{k}": v.to_json() for n, r in e.references.items() for k, v in r.cells.items()}
@@ -637,7 +644,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           _img(f7, link_prefix, "Figure 7. Identical predictions (a), median ratio r (b) and median cosine (c) by human shift"),
           "", f"{h} Table 12. Median ratio with and without identical predictions (D.2)"]
     for e in entries:
-        md += ["", f"**{e.label}**", "", table12(e.analysis)]
+        md += ["", f"**{e.md_label}**", "", table12(e.analysis)]
     md += ["", _img(f15, link_prefix, "Figure 15. Human shift d_h and model shift d_m per temporal pair") if f15 else no_model]
     parts.append(Part("RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf2.default") for e in entries}, [f7] + ([f15] if f15 else [])))
@@ -647,7 +654,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "small for 0.03 < d_m < 0.10 and large for d_m >= 0.10.", "", f"{h} Table 13. Behaviour on stable pairs (%)", "",
           table13(entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
     for e in entries:
-        md += ["", f"**{e.label}**", "", table14(e.analysis)]
+        md += ["", f"**{e.md_label}**", "", table14(e.analysis)]
     parts.append(Part("RF2: stability and false drift (D.3-D.4, Tables 13-14)", "\n".join(md),
                       {e.label: _cells(e.analysis, "stable.default") for e in entries}))
 
@@ -659,7 +666,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), "",
           f"{h} Table 16. Default year by coverage, against equal choice (E.2)"]
     for e in entries:
-        md += ["", f"**{e.label}**", "", table16(e.analysis)]
+        md += ["", f"**{e.md_label}**", "", table16(e.analysis)]
     parts.append(Part("RF3: default period (4.4, E.1-E.2, Tables 15-16)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.default_period", "rf3.equal_choice") for e in entries}))
 
@@ -675,12 +682,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           _img(f8, link_prefix, "Figure 8. Mean benefit of naming the older (a) and the newer (b) year, by human shift"), "",
           f"{h} Table 19. Naming outcomes by human shift"]
     for e in entries:
-        md += ["", f"**{e.label}**", "", table19(e.analysis)]
+        md += ["", f"**{e.md_label}**", "", table19(e.analysis)]
     figures = [f8]
     for e in shown:
         path = fig.naming_outcomes_figure(e.analysis, figure_dir)
         figures.append(path)
-        md += ["", _img(path, link_prefix, f"Figure 18. Naming outcomes by human shift: {e.label}")]
+        md += ["", _img(path, link_prefix, f"Figure 18. Naming outcomes by human shift: {e.md_label}")]
     md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries)]
     parts.append(Part("RF3: naming a year (4.4, E.3-E.4, Tables 17-20, Figures 8 and 18)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.benefit") for e in entries}, figures))
@@ -693,7 +700,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     threshold = f"{min_pairs} pairs" + ("" if min_pairs == MIN_PAIRS else f" (the paper's C.4 uses {MIN_PAIRS})")
     md = [f"Per run on its analysed pairs; strong+ pools strong and very strong shifts; cells with fewer than "
           f"{threshold} are blank ({DASH}). Each cell: mean across runs [lowest, highest run]. "
-          f"Runs compared: {', '.join(summary['models'])}. Accuracy uses tau = 0.10; right direction is a positive "
+          f"Runs compared: {', '.join(escape_markdown(x) for x in summary['models'])}. Accuracy uses tau = 0.10; right direction is a positive "
           "cosine among pairs with nonzero model shift.", "", breakdown_tables(summary) or "No group has enough pairs.", "",
           _img(f13, link_prefix, "Figure 13. Both-period accuracy by topic and shift band (mean % across runs, [range])"),
           "", _img(f14, link_prefix, "Figure 14. Both-period accuracy by region and shift band (mean % across runs, [range])"),
@@ -725,7 +732,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
         data = {}
         for e in model_entries:
             t26, t27 = retention_robustness_tables(e)
-            md += ["", f"**{e.label}**", "", f"{h} Table 26. RF1 and RF2 by retention", "", t26, "",
+            md += ["", f"**{e.md_label}**", "", f"{h} Table 26. RF1 and RF2 by retention", "", t26, "",
                    f"{h} Table 27. RF3 and stable pairs by retention", "", t27]
             data[e.label] = {f"{level:.2f}": {"counts": a.counts, "cells": {k: v.to_json() for k, v in a.cells.items()}}
                              for level, a in e.retention_variants.items()}
@@ -767,8 +774,8 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
         f16 = fig.patterns_figure(bench, e.preds, e.analysis, figure_dir)
         f17 = fig.limited_change_figure(bench, e.preds, e.analysis, figure_dir)
         figures += [f16, f17]
-        md += ["", f"**{e.label}**", "", _img(f16, link_prefix, f"Figure 16. Patterns of predicted change: {e.label}"), "",
-               _img(f17, link_prefix, f"Figure 17. Limited model change despite human shift: {e.label}")]
+        md += ["", f"**{e.md_label}**", "", _img(f16, link_prefix, f"Figure 16. Patterns of predicted change: {e.md_label}"), "",
+               _img(f17, link_prefix, f"Figure 17. Limited model change despite human shift: {e.md_label}")]
     if not shown:
         md += ["", no_model]
     parts.append(Part("Examples of predicted change (D.6-D.7, Figures 16-17)", "\n".join(md),

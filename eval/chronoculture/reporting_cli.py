@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.progress import log
 from histbench.eval.demo_model import DEMO_MODEL, demo_label
 
@@ -93,9 +94,10 @@ def run_report(args: argparse.Namespace) -> None:
     bench = load_benchmark(built)
     predictions = [load_predictions(bench, run) for run in runs]
     # folders by name: the report is shared, their place on this disk is not
-    intro = (f"Dataset: `{Path(built.path).name}` (ChronoCulture {built.version}, data sha256 "
+    intro = (f"Dataset: {code_span(Path(built.path).name)} (ChronoCulture {built.version}, data sha256 "
              f"`{(built.identity().get('data_sha256') or '')[:16]}`). Runs: "
-             + ", ".join(f"`{p.label}` ({r.name})" for p, r in zip(predictions, runs, strict=True)) + ".")
+             + ", ".join(f"{escape_markdown(p.label)} ({escape_markdown(r.name)})"
+                        for p, r in zip(predictions, runs, strict=True)) + ".")
     index = write(bench, predictions, Path(args.out), retention=args.retention, resamples=args.resamples,
                   seed=args.seed, references=not args.no_references, intro=intro, min_pairs=args.min_pairs)
     log(f"report: {index} and {index.with_suffix('.html')}")

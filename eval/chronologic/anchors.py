@@ -35,7 +35,6 @@ dataset, with another partial judge or with another partial prompt.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from collections.abc import Sequence
@@ -46,6 +45,7 @@ from histbench.core.atomic import atomic_path
 from histbench.core.errors import EvalError
 from histbench.core.progress import log
 from histbench.core.readers import read_json_object
+from histbench.core.sheets import sheet_text
 
 from . import bradley_terry as bt
 from . import calibration as cal
@@ -294,11 +294,10 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]
-    with atomic_path(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns or ["empty"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()})
+    cleaned = [{k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()}
+               for row in rows]
+    with atomic_path(path) as tmp:   # model answers and labels in it: formula triggers neutralised
+        tmp.write_text(sheet_text(columns or ["empty"], cleaned), encoding="utf-8", newline="")
 
 
 @dataclass

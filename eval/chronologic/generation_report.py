@@ -28,6 +28,7 @@ import json
 import math
 from pathlib import Path
 
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.eval.report import ReportSection, markdown_table
 
 from .generation import MODE
@@ -172,6 +173,8 @@ def published_table_rows() -> tuple[list[dict], list[dict], str]:
 
 def generation_markdown(entries: list[dict], published: bool = False) -> str:
     table4, table7, channels, reliability = table_rows(entries)
+    for row in (*table4, *table7, *channels):   # run labels are untrusted text: escaped where they enter Markdown
+        row["Model"] = escape_markdown(row["Model"])
     if published:
         p4, p7, source = published_table_rows()
         table4, table7 = table4 + p4, table7 + p7
@@ -209,8 +212,8 @@ def generation_markdown(entries: list[dict], published: bool = False) -> str:
         lines += ["", "**Warning:** these runs were generated on different builds of the dataset; they are not comparable."]
     lines += ["", "Signatures:", ""]
     for e, row in zip(entries, own, strict=True):
-        lines.append(f"- {row['Model']}: generation `{e['generation']['signature']['text']}`"
-                     + (f"; judge `{e['substantive']['signature']['text']}`" if e["substantive"] else ""))
+        lines.append(f"- {row['Model']}: generation {code_span(e['generation']['signature']['text'])}"
+                     + (f"; judge {code_span(e['substantive']['signature']['text'])}" if e["substantive"] else ""))
     return "\n".join(lines)
 
 

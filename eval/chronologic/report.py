@@ -11,6 +11,7 @@ from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS, REASONING_TYPES, TYPE_LABELS
 from histbench.core.errors import EvalError, UsageError
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
@@ -74,7 +75,7 @@ def _table3_rows(results: list[dict], published) -> list[dict]:
     rows = []
     for r in results:
         m = r["metrics"]
-        row = {"_brier": m["brier"]["overall"]["median"], "Model": r["label"],
+        row = {"_brier": m["brier"]["overall"]["median"], "Model": escape_markdown(r["label"]),
                "Brier": _median(m["brier"]["overall"], digits=4)}
         for group in GROUPS:
             row[GROUP_LABELS[group]] = _median(m["acc"].get(f"group:{group}"), 100, 1)
@@ -104,7 +105,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
     secondary = []
     for r in results:
         m = r["metrics"]
-        row = {"Model": r["label"]}
+        row = {"Model": escape_markdown(r["label"])}
         for group in GROUPS:
             row[f"Brier {GROUP_LABELS[group]}"] = _median(m["brier"].get(f"group:{group}"), digits=4)
         row["Acc."] = _median(m["acc"]["overall"], 100, 1)
@@ -122,7 +123,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
     types = [t for t in REASONING_TYPES if any(f"type:{t}" in r["metrics"]["acc"] for r in results)]
     per_type = []
     for r in results:
-        row = {"Model": r["label"]}
+        row = {"Model": escape_markdown(r["label"])}
         for t in types:
             cell = r["metrics"]["acc"].get(f"type:{t}")
             row[TYPE_LABELS[t]] = "" if cell is None else f"{cell['estimate'] * 100:.1f} (n={cell['n']})"
@@ -163,7 +164,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
     if len(datasets) > 1:
         lines += ["", "**Warning:** these runs were computed on different builds of the dataset "
                   f"({', '.join(sorted(str(d)[:12] for d in datasets))}); they are not comparable."]
-    signatures = [f"- {r['label']}: `{r['signature']['text']}`" for r in results]
+    signatures = [f"- {escape_markdown(r['label'])}: {code_span(r['signature']['text'])}" for r in results]
     lines += ["", "Signatures:", "", *signatures]
     return "\n".join(lines)
 

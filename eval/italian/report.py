@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from histbench.core.markdown import escape_markdown
 from histbench.eval.demo_model import DEMO_MODEL, demo_label
 from histbench.eval.report import ReportSection, format_ci, markdown_table
 
@@ -52,7 +53,7 @@ def results_markdown(runs: list[dict]) -> str:
         for run in present:
             m = run["tasks"][task]
             if task in NER_TASKS:
-                rows.append({"model": run["model"], "letters": m["letters"],
+                rows.append({"model": escape_markdown(run["model"]), "letters": m["letters"],
                              "strict P": m["strict"]["precision"], "strict R": m["strict"]["recall"],
                              "strict F1 [95% CI]": _ner_cell(m, "strict", "f1"),
                              "fuzzy P": m["fuzzy"]["precision"], "fuzzy R": m["fuzzy"]["recall"],
@@ -62,7 +63,7 @@ def results_markdown(runs: list[dict]) -> str:
                              "parse failures": m["parse_failures"], "cut off": m.get("cut_off", 0)})
             else:
                 key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
-                row = {"model": run["model"], "n": m["n"],
+                row = {"model": escape_markdown(run["model"]), "n": m["n"],
                        ("mean Spearman [95% CI]" if key == "mean_spearman" else "accuracy [95% CI]"): format_ci(m[key], m["ci_low"], m["ci_high"])}
                 for genre, value in (m.get("by_genre") or {}).items():
                     row[genre] = value

@@ -24,6 +24,7 @@ from pathlib import Path
 from histbench.core.atomic import write_text_atomic
 from histbench.core.errors import EvalError
 from histbench.core.resources import Resources
+from histbench.core.sheets import restore, sheet_text
 
 ERRORS_CSV = "source_grounded_errors.csv"
 UNCODED_CSV = "source_grounded_errors.uncoded.csv"
@@ -76,7 +77,8 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
             if missing:
                 raise EvalError(f"missing column(s) {', '.join(missing)} (a coded copy of {ERRORS_CSV} is expected)",
                                 file=path)
-            return [(reader.line_num, row) for row in reader]
+            return [(reader.line_num, {k: restore(v) if isinstance(v, str) else v for k, v in row.items()})
+                    for row in reader]
     except UnicodeDecodeError as exc:
         raise EvalError(f"not UTF-8 text ({exc.reason})", file=path) from exc
     except csv.Error as exc:
@@ -125,14 +127,9 @@ def error_rows(analysis: dict, rationales: dict) -> list[dict]:
 
 
 def _csv_text(rows: list[dict]) -> str:
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})
-    return buffer.getvalue()
+    """The listing a person opens in a spreadsheet: the models' rationales are untrusted, so
+    every cell has its formula triggers neutralised (histbench.core.sheets)."""
+    return sheet_text(COLUMNS, rows, lineterminator="\n")
 
 
 def code_errors(analysis: dict, rationales: dict, out_dir: Path, codes_path: Path | None = None) -> dict:

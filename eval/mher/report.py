@@ -22,6 +22,7 @@ from pathlib import Path
 
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import EvalError
+from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.progress import log
 from histbench.eval.plugin import add_report_run_arguments
 from histbench.eval.report import ReportSection, markdown_table, write_report
@@ -96,7 +97,7 @@ def table2(rows: list[dict], split: str = "test") -> str:
             rule = "same iff equal (fixed)"
         else:
             rule = "logistic, p(same) >= 0.5"
-        label = row["label"] + (f" ({row['model']})" if row.get("model") else "")
+        label = escape_markdown(row["label"] + (f" ({row['model']})" if row.get("model") else ""))
         out.append({"Evidence": "Name" if row["condition"] == "name_only" else "Context", "Method": label,
                     "Items": metrics["n"], "Accuracy": pct(metrics["accuracy"]), "Macro-F1": dec(metrics["macro_f1"]),
                     "DEV accuracy": pct(row.get("dev_fit_accuracy")), "Decision rule (DEV)": rule})
@@ -110,7 +111,7 @@ def table3(models: dict) -> str:
         m = res.get("name_only_full")
         if not m:
             continue
-        rows.append({"Model": label, "Items": m["n"],
+        rows.append({"Model": escape_markdown(label), "Items": m["n"],
                      "Acc. [Wilson 95%]": f"{pct(m['accuracy'])} [{pct(m['accuracy_low'])}, {pct(m['accuracy_high'])}]",
                      "Macro-F1": dec(m["macro_f1"]), "Abst.": pct(m["abstention"]),
                      "Sel. Acc.": pct(m["selective_accuracy"]), "Invalid": m.get("invalid", 0)})
@@ -124,7 +125,7 @@ def table4(models: dict) -> str:
         diff = res.get("bootstrap_difference", {}).get("source_grounded-name_only")
         if not t or not diff:
             continue
-        rows.append({"Model": label, "Name": pct(paired["name_only"]["accuracy"]),
+        rows.append({"Model": escape_markdown(label), "Name": pct(paired["name_only"]["accuracy"]),
                      "Source": pct(paired["source_grounded"]["accuracy"]), "Δ": signed(diff["estimate"]),
                      "95% CI": f"[{pct(diff['low'])}, {pct(diff['high'])}]", "W→C": t["W->C"], "C→W": t["C->W"],
                      "C→C": t["C->C"], "W→W": t["W->W"],
@@ -158,7 +159,7 @@ def table5(models: dict) -> str:
         t = res.get("transitions", {})
         shuffle_p = [t[s]["mcnemar_p"] for s in SHUFFLES if s in t]
         rows.append({
-            "Model": label, "Ctx.-only": pct(paired["context_only"]["accuracy"]),
+            "Model": escape_markdown(label), "Ctx.-only": pct(paired["context_only"]["accuracy"]),
             "Source": pct(paired["source_grounded"]["accuracy"]),
             "Shuffle A/B/C": " / ".join(pct(paired[s]["accuracy"]) for s in SHUFFLES if s in paired),
             "Shuffle range": f"{pct(min(shuffles))}–{pct(max(shuffles))}" if shuffles else "",
@@ -178,7 +179,7 @@ def table6(models: dict) -> str:
         if not rob or "cluster_bootstrap" not in rob:
             continue
         cb, th, loo = rob["cluster_bootstrap"], rob["thinning"], rob["leave_one_entity_out"]
-        rows.append({"Model": label, "Pair gain (pp)": signed(rob["pair_gain"]),
+        rows.append({"Model": escape_markdown(label), "Pair gain (pp)": signed(rob["pair_gain"]),
                      "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} [{pct(cb['low'])}, {pct(cb['high'])}]",
                      "One pair per entity: mean [95%]": f"{signed(th['mean'])} [{pct(th['low'])}, {pct(th['high'])}]",
                      "LOO range (pp)": f"{pct(loo['min'])}–{pct(loo['max'])}",
@@ -200,9 +201,9 @@ def table7(models: dict) -> str:
             row = err[key]
             if not row["total"]:
                 continue
-            rows.append({"Model": label, "Source-grounded error": title, "Name-induced": row.get("name_induced", ""),
+            rows.append({"Model": escape_markdown(label), "Source-grounded error": title, "Name-induced": row.get("name_induced", ""),
                          "Persistent": row.get("persistent", ""), "Total": row["total"]})
-        rows.append({"Model": label, "Source-grounded error": "**all errors**", "Name-induced": "", "Persistent": "",
+        rows.append({"Model": escape_markdown(label), "Source-grounded error": "**all errors**", "Name-induced": "", "Persistent": "",
                      "Total": err["errors"]})
     return markdown_table(rows, ["Model", "Source-grounded error", "Name-induced", "Persistent", "Total"])
 
@@ -212,10 +213,10 @@ def table7_coded(analysis: dict, coding: dict) -> str:
     rows = []
     for label, table in coded_counts(analysis, coding).items():
         for category, cell in table.items():
-            rows.append({"Model": label, "Error category": category, "Name-induced": cell["name_induced"],
+            rows.append({"Model": escape_markdown(label), "Error category": category, "Name-induced": cell["name_induced"],
                          "Persistent": cell["persistent"], "Total": cell["total"]})
         total = {k: sum(c[k] for c in table.values()) for k in ("name_induced", "persistent", "total")}
-        rows.append({"Model": label, "Error category": "**Total**", "Name-induced": total["name_induced"],
+        rows.append({"Model": escape_markdown(label), "Error category": "**Total**", "Name-induced": total["name_induced"],
                      "Persistent": total["persistent"], "Total": total["total"]})
     return markdown_table(rows, ["Model", "Error category", "Name-induced", "Persistent", "Total"])
 
@@ -225,7 +226,7 @@ def coding_note(coding: dict) -> str:
         return "No system made a Source-grounded error, so there is nothing to code."
     parts = []
     if coding["codes_file"]:
-        parts.append(f"Categories read from `{Path(coding['codes_file']).name}` ({len(coding['codes'])} of "
+        parts.append(f"Categories read from {code_span(Path(coding['codes_file']).name)} ({len(coding['codes'])} of "
                      f"{coding['errors']} errors coded).")
     else:
         parts.append(f"No category is coded yet: code the `category` column of `{ERRORS_CSV}` with the Table 7 "
@@ -246,7 +247,7 @@ def probability_table(models: dict) -> str:
     rows = []
     for label, res in models.items():
         for condition, m in res.get("paired", {}).items():
-            rows.append({"Model": label, "Condition": CONDITION_NAMES[condition],
+            rows.append({"Model": escape_markdown(label), "Condition": CONDITION_NAMES[condition],
                          "Acc. [Wilson 95%]": f"{pct(m['accuracy'])} [{pct(m['accuracy_low'])}, {pct(m['accuracy_high'])}]",
                          "Abst.": pct(m["abstention"]), "Sel. Acc.": pct(m["selective_accuracy"]),
                          "Mean p(gold)": dec(m.get("mean_p_gold")), "Brier": dec(m.get("brier")),
@@ -265,7 +266,7 @@ def slice_table(models: dict) -> str:
         for name in slices:
             def cell(d):
                 return f"{d['correct']}/{d['n']}" if d and d["n"] else "0/0"
-            rows.append({"Model": label, "Slice": name.replace("_", "-"),
+            rows.append({"Model": escape_markdown(label), "Slice": name.replace("_", "-"),
                          "Name-only (all)": cell(full.get(name)),
                          "Name-only (paired)": cell(paired.get("name_only", {}).get(name)),
                          "Context-only": cell(paired.get("context_only", {}).get(name)),
@@ -287,7 +288,7 @@ def prominence_table(models: dict) -> str:
             d = grounded.get(f"same_{stratum}")
             return f"{d['correct']}/{d['n']}" if d else ""
 
-        rows.append({"Model": label, "Entities": p["entities"], "ρ": dec(p["rho"]), "p": pval(p["p"]),
+        rows.append({"Model": escape_markdown(label), "Entities": p["entities"], "ρ": dec(p["rho"]), "p": pval(p["p"]),
                      "p (Bonferroni)": pval(p.get("p_bonferroni")), "head": pct(strata.get("head")),
                      "mid": pct(strata.get("mid")), "long-tail": pct(strata.get("long-tail")),
                      "Source-grounded same: head / mid / long-tail": " / ".join(cell(s) for s in ("head", "mid", "long-tail"))})
@@ -301,7 +302,7 @@ def unresolved_table(models: dict) -> str:
         u = res.get("unresolved")
         if not u:
             continue
-        rows.append({"Model": label, "Items": u["n"], "Ambiguous": u["ambiguous"],
+        rows.append({"Model": escape_markdown(label), "Items": u["n"], "Ambiguous": u["ambiguous"],
                      "Abstention share": pct(u["abstention_share"]), "Over-resolution": pct(u["over_resolution"]),
                      "Mean p(ambiguous)": dec(u["mean_p_ambiguous"])})
     return markdown_table(rows, ["Model", "Items", "Ambiguous", "Abstention share", "Over-resolution",
@@ -481,8 +482,8 @@ def run_report(args: argparse.Namespace) -> None:
                                     family=args.bonferroni_family, family_size=args.bonferroni_tests,
                                     cluster_estimator=args.cluster_bootstrap, error_codes=args.error_codes)
     # folders by name: the page is shared, their place on this disk is not (report.json has them relative)
-    sections.append(ReportSection("Data", f"Dataset `{Path(built.path).name}` (data sha256 `{bench.identity.get('data_sha256')}`); "
-                                  f"runs: {', '.join(f'`{Path(r.path).name}`' for r in runs)}.", data=data))
+    sections.append(ReportSection("Data", f"Dataset {code_span(Path(built.path).name)} (data sha256 `{bench.identity.get('data_sha256')}`); "
+                                  f"runs: {', '.join(code_span(Path(r.path).name) for r in runs)}.", data=data))
     index = write_report(sections, out, "MHER report")
     log(f"[mher] report: {index}")
     print(index)

@@ -272,7 +272,7 @@ class ValenceEvaluator(BenchmarkEvaluator):
                 print(f"  {c['sentence_id']} / {c['token']}: {values}")
 
     def _auto_sigma(self, args) -> None:
-        import csv
+        from histbench.core.sheets import sheet_text
 
         from .autosigma import automatic_sigmas, count_corpus, count_dated
         from .runfolder import RunFolder
@@ -291,10 +291,8 @@ class ValenceEvaluator(BenchmarkEvaluator):
         rows = automatic_sigmas(vocabulary, run.sentences(), early, modern, run.scale(),
                                 min_count=args.min_count, fold_case=run.fold_case)
         out = args.out or (run.path / "auto_sigma.csv")
-        with Path(out).open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0].keys()) if rows else ["sentence_id"])
-            writer.writeheader()
-            writer.writerows(rows)
+        Path(out).write_text(sheet_text(list(rows[0].keys()) if rows else ["sentence_id"], rows),
+                             encoding="utf-8", newline="")
         skipped = sum(1 for r in rows if r["skip"])
         print(f"{out}: {len(rows)} automatic sigma values ({skipped} skipped as too rare); "
               f"early corpus {sum(early.values())} words, modern {sum(modern.values())} words")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from histbench.builders.machinery.writer import BuildOutput, write_build
 from histbench.core.errors import EvalError
+from histbench.core.markdown import code_span, escape_markdown
 
 from .runfolder import RunFolder
 
@@ -37,10 +38,10 @@ def package_run(run: RunFolder, out: Path | None = None) -> Path:
         "annotators": sorted({a["annotator"] for a in annotations}),
     }
     markdown = (
-        f"Run `{run.path.name}`: {len(configs['sentences']['test'])} sentences, models "
-        f"{', '.join(f'`{m}`' for m in models)}, top-{run.top_k} predictions "
+        f"Run {code_span(run.path.name)}: {len(configs['sentences']['test'])} sentences, models "
+        f"{', '.join(code_span(m) for m in models)}, top-{run.top_k} predictions "
         f"({len(predictions)} rows), {len(annotations)} annotation rows"
-        f"{' by ' + ', '.join(summary['annotators']) if annotations else ''}."
+        f"{' by ' + ', '.join(escape_markdown(a) for a in summary['annotators']) if annotations else ''}."
     )
     out = Path(out) if out else Path("build") / f"valence-run-{BUILDER.version}"
     return write_build(

@@ -15,10 +15,11 @@ prediction, summary.csv per model x group).
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
+from histbench.core.markdown import escape_markdown
+from histbench.core.sheets import sheet_text
 from histbench.eval.report import ReportSection, format_ci, format_number, markdown_table
 
 from .metrics import PROBABILITY_MODES
@@ -41,7 +42,7 @@ def summary_table(scores: Scores, mode: str) -> str:
     rows = []
     for r in scores.summary:
         rows.append([
-            r["model"], r["group"], r["sentences"], r["scored"], _fmt(r["mean_rho"], 2),
+            escape_markdown(r["model"]), escape_markdown(r["group"]), r["sentences"], r["scored"], _fmt(r["mean_rho"], 2),
             format_ci(r[f"beta_{mode}_mean"], r[f"beta_{mode}_low"], r[f"beta_{mode}_high"]) or "-",
             _fmt(r[f"beta_{mode}_median"]),
             format_ci(r[f"delta_{mode}_mean"], r[f"delta_{mode}_low"], r[f"delta_{mode}_high"]) or "-",
@@ -200,11 +201,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         Path(path).write_text("", encoding="utf-8")
         return
     columns = list(rows[0].keys())
-    with Path(path).open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    cleaned = [{k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+    Path(path).write_text(sheet_text(columns, cleaned), encoding="utf-8", newline="")
 
 
 def build_section(

@@ -29,7 +29,6 @@ with agreement figures; the report resolves them (mean by default, see metrics.p
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +39,7 @@ from histbench.core.atomic import atomic_path
 from histbench.core.errors import SourceError, UsageError
 from histbench.core.hashing import sha256_path
 from histbench.core.sheets import read_table as read_user_table
+from histbench.core.sheets import sheet_text
 
 from .metrics import key_of
 from .runfolder import RunFolder
@@ -169,13 +169,8 @@ def export_vocabulary(run: RunFolder, out: Path, *, only_missing: bool = False, 
 
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     else:
-        import io
 
-        buffer = io.StringIO(newline="")
-        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, delimiter="\t" if suffix == "tsv" else ",")
-        writer.writeheader()
-        writer.writerows(rows)
-        text = buffer.getvalue()
+        text = sheet_text(EXPORT_COLUMNS, rows, delimiter="\t" if suffix == "tsv" else ",")
     with atomic_path(out) as tmp:
         tmp.write_bytes(text.encode("utf-8"))
     return {
@@ -337,10 +332,7 @@ def write_conflicts(path: Path, conflicts: list[dict], sentences: dict[str, str]
     if not conflicts:
         Path(path).unlink(missing_ok=True)
         return
-    with Path(path).open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["sentence_id", "sentence", "token", "annotator", "value"])
-        for c in conflicts:
-            for annotator, value in c["values"].items():
-                writer.writerow([c["sentence_id"], sentences.get(c["sentence_id"], ""), c["token"], annotator,
-                                 value if value == "skip" else f"{value:g}"])
+    rows = [[c["sentence_id"], sentences.get(c["sentence_id"], ""), c["token"], annotator,
+             value if value == "skip" else f"{value:g}"] for c in conflicts for annotator, value in c["values"].items()]
+    Path(path).write_text(sheet_text(["sentence_id", "sentence", "token", "annotator", "value"], rows),
+                          encoding="utf-8", newline="")

@@ -7,7 +7,9 @@ alike; it imports neither `histbench.builders` nor `histbench.eval`.
   credential scrubbing (`secrets`), line-numbered JSON readers (`readers`), the sheets a
   person fills by hand, read and never overwritten (`sheets`), shipped files
   (`resources`), hashing and local-path checks (`hashing`, `paths`), schemas and their
-  Arrow features (`schema`), Markdown tables (`markdown`), the running release (`version`),
+  Arrow features (`schema`), Markdown tables and escaping (`markdown`), the one way text is
+  put into a page (`pages`: escaping, Markdown with raw HTML off, safe links, the
+  Content-Security-Policy), the running release (`version`),
   what a run gave (`results`);
 - the built-dataset reader (`dataset`: a build folder or Hub id, as `load_dataset` gives it);
 - the model engine: backends (`backends`: OpenAI-compatible APIs, local transformers, vLLM,

@@ -1,8 +1,10 @@
-"""Numbers and Markdown tables as the build summaries, reports and the demo print them."""
+"""Numbers and Markdown tables as the build summaries, reports and the demo print them, and
+the one escape for untrusted text that enters Markdown (`escape_markdown`)."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -31,9 +33,50 @@ def format_ci(value: float | None, low: float | None, high: float | None, digits
     return text
 
 
+#: the characters the report renderer (Python-Markdown with its tables extension) reads as
+#: syntax anywhere in a line and lets a backslash escape; '&' and '<' become entities instead
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]|])")
+#: what starts a block only at the start of a line (heading, quote, list item, numbered item)
+_BLOCK_START = re.compile(r"^(\s*)([#>+\-=]|\d+[.)])")
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: control characters no HTML page may hold (shown as U+FFFD, the replacement character)
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def escape_markdown(text: object) -> str:
+    """Untrusted text (a run label, a run folder's name, a model's answer) made literal inside
+    a line of Markdown: line breaks become spaces, '&' and '<' entities, and every character
+    that is syntax anywhere in a line (backslash, backtick, '*', '_', brackets, '|') is
+    backslash-escaped, as is a heading, quote or list marker at its start; so the text renders
+    as itself and cannot start a heading, a list, a link, an image, emphasis, a table cell or
+    raw HTML. Other characters stay as they are ("Qwen3-8B", "gpt-4o.mini"), so the Markdown
+    copy of a report stays readable. Control characters show as U+FFFD."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text)))
+    text = _MARKDOWN_SYNTAX.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
+    return _BLOCK_START.sub(_escape_block_start, text, count=1)
+
+
+def code_span(text: object) -> str:
+    """Untrusted text as a Markdown code span: fenced with more backticks than any run of
+    backticks inside it (so it cannot close the span early), line breaks as spaces, control
+    characters as U+FFFD. For names shown as code in a sentence: a run folder, a file."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text)))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _escape_block_start(match: re.Match) -> str:
+    marker = match.group(2)
+    # '=' (a setext underline) has no backslash escape in Python-Markdown: an entity instead
+    return match.group(1) + ("&#61;" if marker == "=" else marker[:-1] + "\\" + marker[-1])
+
+
 def _cell(value) -> str:
+    """A table cell: a pipe not already escaped is escaped (an escaped one, `\\|`, stays: a
+    pipe after an even number of backslashes would end the cell), line breaks become spaces."""
     text = format_number(value) if not isinstance(value, str) else value
-    return text.replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"(?<!\\)((?:\\\\)*)\|", r"\1\\|", _LINE_BREAKS.sub(" ", text))
 
 
 def markdown_table(rows: Iterable[Mapping | Sequence], columns: Sequence[str] | None = None, align: str | None = None) -> str:

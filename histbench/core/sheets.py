@@ -1,6 +1,15 @@
 """The sheets a person fills by hand (valence annotations, Italian WSD reviews, lists of
 names and values): reading them as CSV, TSV or JSON Lines, and never overwriting one that
-holds what a person wrote.
+holds what a person wrote; and the one way every CSV/TSV meant for a person is written
+(`sheet_text`).
+
+A CSV cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is read by a
+spreadsheet as a formula (OWASP, "CSV Injection"), and the text in these sheets comes from
+outside: a model's rationale, a dictionary gloss, a run label. `sheet_text` writes such a
+cell with a leading apostrophe (`neutralise`), which spreadsheets show as text; a cell that
+is a plain number ("-0.5") is left alone, since it is no formula. A cell that itself starts
+with an apostrophe followed by one of those characters or another apostrophe gets one more,
+so that `read_table` (`restore`) gives back exactly the text that was written.
 
 Rows are numbered the way the user sees them: in a CSV/TSV file the header is row 1
 and the first data row is row 2 (as in a spreadsheet); in a JSONL file a row is its
@@ -12,7 +21,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +30,42 @@ from histbench.core.errors import HistbenchError, SourceError, UsageError
 from histbench.core.readers import iter_jsonl_objects, read_text_utf8
 
 FORMATS = ("csv", "tsv", "jsonl")
+#: the first characters that make a spreadsheet read a cell as a formula (OWASP)
+FORMULA_TRIGGERS = frozenset("=+-@\t\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def neutralise(value) -> str:
+    """A cell's text as written to a sheet: None is empty, a value is its text, and a text a
+    spreadsheet would run as a formula gets a leading apostrophe (see the module docstring)."""
+    text = "" if value is None else str(value)
+    if not text:
+        return text
+    if text[0] in FORMULA_TRIGGERS and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    if text[0] == "'" and len(text) > 1 and (text[1] in FORMULA_TRIGGERS or text[1] == "'"):
+        return "'" + text
+    return text
+
+
+def restore(cell: str) -> str:
+    """The text `neutralise` was given, from the cell it wrote (other cells are unchanged)."""
+    if len(cell) > 1 and cell[0] == "'" and (cell[1] in FORMULA_TRIGGERS or cell[1] == "'"):
+        return cell[1:]
+    return cell
+
+
+def sheet_text(columns: Sequence[str], rows: Iterable[Mapping | Sequence], *, delimiter: str = ",",
+               lineterminator: str = "\r\n") -> str:
+    """A CSV (or, with delimiter "\\t", TSV) sheet: the header, then one line per row (a
+    mapping, read by column name, or a sequence in column order), every cell `neutralise`d."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, delimiter=delimiter, lineterminator=lineterminator)
+    writer.writerow([neutralise(c) for c in columns])
+    for row in rows:
+        values = [row.get(c) for c in columns] if isinstance(row, Mapping) else list(row)
+        writer.writerow([neutralise(v) for v in values])
+    return buffer.getvalue()
 
 
 @dataclass(frozen=True)
@@ -55,10 +101,10 @@ def read_table(path: Path) -> tuple[list[str], list[Row]]:
 def _read_delimited(path: Path, text: str, delimiter: str) -> tuple[list[str], list[Row]]:
     """Rows of a CSV/TSV file; strict quoting: a quote left open (a cell cut short, or a
     stray quote in a hand edit) is an error naming the row where it starts, not a cell that
-    swallows the rest of the file."""
+    swallows the rest of the file. Cells come back `restore`d (as `sheet_text` was given them)."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
-        return _delimited_rows(path, reader, delimiter)
+        return _delimited_rows(path, ([restore(cell) for cell in cells] for cells in reader), delimiter)
     except csv.Error as exc:
         raise SourceError(f"not a valid {'TSV' if delimiter == chr(9) else 'CSV'} file ({exc})", file=path,
                           row=reader.line_num or 1) from exc
