@@ -164,7 +164,7 @@ class RecordIndex:
         self.failed: dict[str, dict] = {}
         #: (line number, why) of lines read but not used
         self.duplicates: list[tuple[int, str]] = []
-        self.invalid: list[tuple[int, str]] = []
+        self.invalid: list[tuple[int, str, str]] = []   # (line, why, key)
         self.foreign: list[tuple[int, str]] = []
 
     def clear(self) -> None:
@@ -192,7 +192,7 @@ class RecordIndex:
             return "failed"
         why = invalid_result(record.get("kind") or "", record["response"])
         if why is not None:
-            self.invalid.append((line or 0, why))
+            self.invalid.append((line or 0, why, key))
             self.failed.setdefault(key, {**record, "response": None, "error": f"invalid answer: {why}"})
             return "invalid"
         self.answered[key] = record
@@ -203,13 +203,17 @@ class RecordIndex:
         """One sentence per kind of line not used (those found after `since`, the lengths of
         duplicates, invalid and foreign at an earlier call)."""
         out = []
-        for found, start, what in ((self.foreign, since[0], "hold answers of another model or configuration: ignored"),
-                                   (self.duplicates, since[1], "repeat a key already answered: the first answer is used"),
-                                   (self.invalid, since[2], "hold invalid answers: their requests are asked again")):
-            new = found[start:]
+        # an invalid answer whose request was answered since (a later line) is history, not news
+        invalid = [item for item in self.invalid[since[2]:] if item[2] not in self.answered]
+        for new, what in ((self.foreign[since[0]:], ("holds", "hold", "answers of another model or configuration: ignored")),
+                          (self.duplicates[since[1]:], ("repeats", "repeat",
+                                                        "a key answered on an earlier line: the first answer is used")),
+                          (invalid, ("holds", "hold", "an invalid answer, not used: the request is asked again"))):
             if new:
-                lines = ", ".join(str(n) for n, _ in new[:10]) + (", ..." if len(new) > 10 else "")
-                out.append(f"{len(new)} line(s) {what} (line {lines}; line {new[0][0]}: {new[0][1]})")
+                n = len(new)
+                numbers = ", ".join(str(item[0]) for item in new[:10]) + (", ..." if n > 10 else "")
+                where = f"line {new[0][0]}: {new[0][1]}" if n == 1 else f"lines {numbers}; line {new[0][0]}: {new[0][1]}"
+                out.append(f"{n} {'line' if n == 1 else 'lines'} {what[0] if n == 1 else what[1]} {what[2]} ({where})")
         return out
 
     def marks(self) -> tuple[int, int, int]:

@@ -719,7 +719,7 @@ class APIBackend(Backend):
                 length = response.headers.get("Content-Length", "")
                 if length.isdigit() and int(length) > cap:
                     raise _TooLarge(f"the server announced an answer of {int(length):,} bytes, above max_response_bytes "
-                                    f"({cap:,}): not read")
+                                    f"({cap:,} bytes): not read")
                 chunks, size = [], 0
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)
