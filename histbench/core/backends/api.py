@@ -63,7 +63,15 @@ from datetime import UTC
 from typing import Any
 
 from histbench.core.errors import EvalError
-from histbench.core.secrets import is_secret_name, redact_http_logs, register_secret
+from histbench.core.secrets import (
+    MIN_SECRET_LENGTH,
+    is_secret_name,
+    key_like_values,
+    redact,
+    redact_http_logs,
+    register_secret,
+    short_credentials,
+)
 
 from .base import (
     GENERATE,
@@ -210,7 +218,13 @@ class APIBackend(Backend):
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
             if value is not None and not isinstance(value, dict):
-                raise EvalError(f"option {name} must be a JSON object, got {value!r}", field="--model-option")
+                raise EvalError(f"option {name} must be a JSON object, got {redact(value)!r}", field="--model-option")
+        short = short_credentials({"headers": self.options.get("headers") or {},
+                                   "extra_body": self.options.get("extra_body") or {}})
+        if short:
+            raise EvalError(f"{', '.join(short)} holds a credential shorter than {MIN_SECRET_LENGTH} characters: histbench "
+                            "refuses credentials that short, since it could not keep them out of what it writes without "
+                            "corrupting ordinary text (the value is not shown)", field="--model-option")
         for name in ("deadline", "max_response_bytes"):
             value = self.options[name]
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
@@ -573,6 +587,11 @@ class APIBackend(Backend):
                 raise EvalError(f"the model spec names ${env} for the API key, but it is not set", field="--model")
         else:
             key = os.environ.get(DEFAULT_KEY_ENV)
+        if key and len(key.strip()) < MIN_SECRET_LENGTH:
+            raise EvalError(
+                f"the API key in ${env or DEFAULT_KEY_ENV} is shorter than {MIN_SECRET_LENGTH} characters: histbench refuses "
+                "keys that short, since it could not keep them out of what it writes (a server echoing it) without "
+                "corrupting ordinary text; for a server that needs no key, leave the variable unset", field="--model")
         if key:
             register_secret(key)
             headers["Authorization"] = f"Bearer {key}"
@@ -580,6 +599,8 @@ class APIBackend(Backend):
         for name, value in extra.items():
             if is_secret_name(name):
                 register_secret(str(value))
+            for found in key_like_values(str(value)):  # a key inside a value under an innocent name
+                register_secret(found)
         headers.update({str(k): str(v) for k, v in extra.items()})
         return headers
 
