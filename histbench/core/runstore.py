@@ -4,14 +4,17 @@ A run folder holds
 
     records.jsonl   append-only, one JSON object per answered request:
                     {key, kind, request, response (the raw result, e.g. the provider's JSON),
-                     error, parsed, parse_error, backend, model, started, finished, attempts}
+                     error, parsed, parse_error, backend, config, model, started, finished,
+                     attempts}
     run.json        dataset identity (benchmark, version, data_sha256, revision), histbench
                     version and commit, the backend's identity and spec, the evaluator's
                     options, first start and last end, and one entry per session (what it
                     asked, reused, failed, whether it was interrupted)
 
 `key` is the sha256 of the backend spec, the model revision when known, the options that
-change answers, and the canonical request (which carries its decoding parameters).
+change answers, and the canonical request (which carries its decoding parameters);
+`config` is a short digest of the same identity without the request (run.json's
+backend.configs holds the current one per kind).
 `RunStore.run` asks the backend only for keys not answered yet, and writes each answer
 the moment it arrives (flushed line by line, fsynced every few seconds and at the end),
 so a Ctrl-C, a kill -9 or a crash loses at most the requests in flight.
@@ -19,6 +22,13 @@ so a Ctrl-C, a kill -9 or a crash loses at most the requests in flight.
 Decisions:
 - A torn last line (the process died mid-write) is reported with a warning, cut off, and
   its request asked again; a broken line before the last one is an error naming the line.
+- Which line is the answer (RecordIndex, shared with the viewers, so the scores and the
+  pages read the same record): the first valid answer of a key. Repeated keys, lines
+  whose key is not the key this model (in this configuration) gives their request, and
+  stored answers that fail validation (backends.base.invalid_result) are named on stderr
+  when read and not used; an invalid one is asked again. Nothing in the file is rewritten.
+- An answer that fails validation when it arrives is stored as a failed request
+  ("invalid answer: ..."), never as an answer.
 - Parse failures are answers: they are stored (`parse_error`), counted, and never asked
   again. The parse function runs on every `run` call, also on stored answers, so a fixed
   parser applies to old raw responses without asking the model again; the `parsed` value

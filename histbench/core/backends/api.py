@@ -37,6 +37,15 @@ Retry policy (fixed before any run, the same for every request):
   complete chat-completion (or completion) JSON (a truncated transfer is not an answer);
 - never retried: a complete answer, whatever it says. Parsing happens later, in the run
   store, and a parse failure is stored as such;
+- an answer that cannot be true or says it is an error (a NaN, infinite or positive
+  log-probability beyond LOGPROB_TOLERANCE, the wrong number of choices or repeated
+  choice indices, content that is not text, finish_reason "error", an error object) is
+  a failed attempt: retried like a transport error, and once the retries are spent the
+  request is recorded as failed (`RequestFailed`), never as an answer; the run goes on;
+- each attempt is read as a stream under a wall-clock `deadline` (to the answer's last
+  byte: `timeout` bounds each read only) and a size cap `max_response_bytes`; an attempt
+  past the deadline is retried like a timeout, an answer over the cap is a failed
+  request (not retried);
 - a definitive refusal of one request (HTTP 400, 413, 422 and other 4xx) is recorded as a
   failed request (`RequestFailed`) with the provider's body; the run continues (a refused
   request of several prompts is asked again one prompt at a time, so that one prompt too
