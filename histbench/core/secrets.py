@@ -195,6 +195,29 @@ def short_credentials(value: Any, where: str = "") -> list[str]:
     return out
 
 
+def short_url_credentials(url: str) -> list[str]:
+    """Which credentials a URL carries that are shorter than MIN_SECRET_LENGTH characters:
+    its password, its user part when it has no password (a token passed as the user name),
+    and its secret query values (`is_secret_query_name`). A user name beside a password is
+    a name, not a credential."""
+    out: list[str] = []
+    match = _AUTHORITY_RE.match(url)
+    if match:
+        user, colon, password = match["userinfo"].partition(":")
+        if colon and 0 < len(unquote(password)) < MIN_SECRET_LENGTH:
+            out.append("the URL's password")
+        if not colon and 0 < len(unquote(user)) < MIN_SECRET_LENGTH:
+            out.append("the URL's user part")
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = url.partition("?")[2]
+    for key, item in parse_qsl(query, keep_blank_values=True):
+        if is_secret_query_name(key) and 0 < len(item) < MIN_SECRET_LENGTH:
+            out.append(f"the URL's query parameter {key!r}")
+    return out
+
+
 def forget_registered_secrets() -> None:
     """Forget every registered credential, as a new process would know none (tests use it to
     run `report` and `view` the way a later command does)."""

@@ -207,3 +207,24 @@ def test_prose_is_not_taken_for_a_key():
     register_secrets_in({"extra_body": {"system": "You are the bearer of history; token counts matter; max_tokens=120"}})
     text = "The bearer of history answered with token representations of 1850."
     assert scrub_text(text) == text
+
+
+@pytest.mark.parametrize("given", ["sk-proj-abcdef0123456789XYZ", "my-key-1234", "sk_live_abcdef0123456789"])
+def test_a_key_given_as_the_api_key_env_option_is_refused_without_being_shown(given):
+    with pytest.raises(EvalError, match="option api_key_env must name an environment variable") as caught:
+        load_backend("api:m@http://127.0.0.1:1/v1", {"api_key_env": given})
+    assert given not in str(caught.value)
+
+
+@pytest.mark.parametrize(("url", "where"), [
+    ("http://bob:pw12@127.0.0.1:1/v1", "the URL's password"),
+    ("http://tok5@127.0.0.1:1/v1", "the URL's user part"),
+    ("http://127.0.0.1:1/v1?api-version=2024-06-01&key=k3y", "the URL's query parameter 'key'"),
+])
+def test_a_short_credential_in_the_url_is_refused(url, where):
+    with pytest.raises(EvalError, match=f"{where} is shorter than 8 characters") as caught:
+        load_backend(f"api:m@{url}")
+    for value in ("pw12", "tok5", "k3y"):
+        assert value not in str(caught.value)
+    # a user name beside a long password is a name, not a credential
+    load_backend("api:m@http://bob:a-long-password-1@127.0.0.1:1/v1")

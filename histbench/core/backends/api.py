@@ -80,6 +80,7 @@ from histbench.core.secrets import (
     redact_http_logs,
     register_secret,
     short_credentials,
+    short_url_credentials,
 )
 
 from .base import (
@@ -219,7 +220,19 @@ class APIBackend(Backend):
         self.model = model
         self.base_url = base_url
         env = key_env or self.options.get("api_key_env")
+        if env is not None:
+            from .spec import is_env_name
+
+            if not is_env_name(env):  # a key given where its variable's name belongs: never shown
+                register_secret(env if isinstance(env, str) else None)
+                raise EvalError("option api_key_env must name an environment variable that holds the key (e.g. "
+                                "OPENAI_API_KEY), not the key itself; what was given is not shown", field="--model-option")
         self.key_env = env
+        short = short_url_credentials(base_url)
+        if short:
+            raise EvalError(f"{', '.join(short)} is shorter than {MIN_SECRET_LENGTH} characters: histbench refuses credentials "
+                            "that short, since it could not keep them out of what it writes (the value is not shown)",
+                            field="--model")
         # the key is read when requests are sent; it is registered now, before anything is written
         register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
         redact_http_logs()   # httpx logs each request's URL (with its user part and query) at INFO

@@ -92,16 +92,24 @@ def parse_api_target(target: str) -> tuple[str, str, str | None]:
     return match["model"], url + question + query, match["env"]
 
 
+def is_env_name(text: object) -> bool:
+    """Whether a text can be an environment variable's name and does not have a provider's
+    key shape (`sk_live_...` is a valid name, and a key)."""
+    from histbench.core.secrets import looks_like_key
+
+    return isinstance(text, str) and bool(_ENV_RE.match(text)) and not looks_like_key(text)
+
+
 def _check_key_env(target: str) -> None:
     """What follows the last # of an api target must be an environment variable's name: a
     key pasted there instead is refused with a message that does not show it (and it is
     registered, so that nothing written later holds it either)."""
-    from histbench.core.secrets import looks_like_key, redact, register_secret
+    from histbench.core.secrets import redact, register_secret
 
     if "#" not in target:
         return
     head, _, env = target.rpartition("#")
-    if env and _ENV_RE.match(env) and not looks_like_key(env):
+    if is_env_name(env):
         return
     register_secret(env)
     raise UsageError(
@@ -187,13 +195,13 @@ def canonical_spec(spec: str) -> str:
 def display_spec(spec: str) -> str:
     """The spec as given, with any credential in its URL (password, secret query
     parameters) replaced by <redacted>: what run folders, results and reports record."""
-    from histbench.core.secrets import REDACTED, looks_like_key, redact_url
+    from histbench.core.secrets import REDACTED, redact_url
 
     kind, _, target = spec.partition(":")
     if kind.strip().lower() != "api":
         return spec
     head, hash_, env = target.rpartition("#") if "#" in target else (target, "", "")
-    if env and (not _ENV_RE.match(env) or looks_like_key(env)):  # a key where a variable's name belongs
+    if env and not is_env_name(env):  # a key where a variable's name belongs
         env = REDACTED
     model, at, rest = head.partition("@http")
     if at:
