@@ -174,13 +174,15 @@ def test_a_nan_in_the_top_logprobs_is_invalid_too(hostile):
 
 def test_choices_with_repeated_indices_are_not_matched_to_the_wrong_prompts(hostile):
     def behaviour(handler, body, number):
-        choices = [{"index": 0, **_echo(p, -1.0)} for p in body["prompt"]]
+        choices = [{"index": 0, **_echo(p, -1.0 if p.endswith("1850") else -2.0)} for p in body["prompt"]]
         handler.send_json({"choices": choices})
 
     server = hostile(behaviour)
     requests = [LoglikelihoodRequest("The year is", " 1850"), LoglikelihoodRequest("The year is", " 1900")]
-    with pytest.raises(EvalError, match="indices are \\[0, 0\\]"):
-        load_backend(server.spec(), FAST).loglikelihood(requests)
+    results = load_backend(server.spec(), FAST).loglikelihood(requests)
+    # [0, 0] is refused (twice), then each prompt is asked alone and read as its own
+    assert [r.logprob for r in results] == [-1.0, -2.0]
+    assert [len(b["prompt"]) for b in server.bodies] == [2, 2, 1, 1]
 
 
 def test_a_nan_stored_by_an_older_histbench_is_asked_again(hostile, tmp_path):
@@ -396,3 +398,22 @@ def test_valid_results_pass():
     assert invalid_result("generate", {"text": "", "finish_reason": None}) is None
     assert invalid_result("loglikelihood", {"logprob": 0.0, "n_tokens": 0, "is_greedy": False}) is None
     assert invalid_result("fill_mask", {"candidates": [{"token": "a", "probability": 1.0, "token_id": 3}]}) is None
+
+
+def test_one_invalid_prompt_in_a_batch_fails_alone(hostile):
+    """Several prompts share a /completions request; when one choice stays invalid, each
+    prompt is asked alone, so only that one fails."""
+
+    def behaviour(handler, body, number):
+        prompts = body["prompt"]
+        choices = [{"index": n, **_echo(p, math.nan if p.endswith("1900") else -1.5)} for n, p in enumerate(prompts)]
+        handler.send_json({"choices": choices})
+
+    server = hostile(behaviour)
+    backend = load_backend(server.spec(), FAST)
+    requests = [LoglikelihoodRequest("The year is", " 1850"), LoglikelihoodRequest("The year is", " 1900"),
+                LoglikelihoodRequest("The year is", " 1950")]
+    results = dict(backend.stream(requests))
+    assert results[0].logprob == results[2].logprob == -1.5
+    assert "log-probability of prompt token 3 is nan" in str(results[1])
+    assert [len(b["prompt"]) for b in server.bodies] == [3, 3, 1, 1, 1, 1]

@@ -741,6 +741,14 @@ class APIBackend(Backend):
             if attempt > int(self.options["max_retries"]):
                 from histbench.core.secrets import redact_url
 
+                if reason == "invalid" and job.split is not None:  # which prompt's answer is invalid: ask each alone
+                    answers = []
+                    for part in job.split():
+                        got = await self._ask(client, headers, part, state)
+                        if got is None:
+                            return None
+                        answers += got
+                    return answers
                 if reason == "invalid":  # the server answers, wrongly: this request fails, the run goes on
                     self.stats["failed"] += len(job.indices)
                     return [(index, RequestFailed(f"{detail} in each of {attempt} attempts", raw={"body": invalid_body},
