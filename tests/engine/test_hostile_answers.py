@@ -417,3 +417,39 @@ def test_one_invalid_prompt_in_a_batch_fails_alone(hostile):
     assert results[0].logprob == results[2].logprob == -1.5
     assert "log-probability of prompt token 3 is nan" in str(results[1])
     assert [len(b["prompt"]) for b in server.bodies] == [3, 3, 1, 1, 1, 1]
+
+
+# --------------------------------------------------------------------------- the MHER embeddings client
+
+
+def _embeddings(values: Callable[[int], list]) -> Behaviour:
+    def behaviour(handler: _Handler, body: dict, number: int) -> None:
+        data = [{"index": n, "embedding": values(number)} for n in range(len(body["input"]))]
+        handler.send_json({"data": data, "model": "emb"})
+
+    return behaviour
+
+
+def _embedding_client(server, **options):
+    from histbench.eval.mher.embeddings import ApiEmbeddings
+
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    return ApiEmbeddings(f"api:emb@{url}", "emb", url, **{"backoff_base": 0.001, "backoff_max": 0.01, **options})
+
+
+def test_embeddings_with_nan_are_retried_then_refused(hostile):
+    server = hostile(_embeddings(lambda number: [0.1, math.nan] if number <= 2 else [0.6, 0.8]))
+    assert _embedding_client(server).encode(["Batu"]).tolist() == [[0.6, 0.8]]
+    assert server.count == 3
+    with pytest.raises(EvalError, match="without 1 finite embeddings"):
+        _embedding_client(hostile(_embeddings(lambda number: [math.inf, 1.0])), max_retries=1).encode(["Batu"])
+
+
+def test_embeddings_from_a_dripping_or_oversized_server_are_cut_off(hostile):
+    started = time.monotonic()
+    with pytest.raises(EvalError, match="no embeddings from .* after 2 attempts; last: ReadTimeout: no complete answer "
+                                        "within the deadline of 0.8 s"):
+        _embedding_client(hostile(_drip(0.05, attempts_dripped=5)), timeout=0.5, deadline=0.8, max_retries=1).encode(["x"])
+    assert time.monotonic() - started < 3.0
+    with pytest.raises(EvalError, match="above max_response_bytes \\(33,554,432 bytes\\)"):
+        _embedding_client(hostile(_hundred_megabytes(announce=False)), timeout=5.0).encode(["x"])
