@@ -264,7 +264,7 @@ def foreign_by_run_json(run_dir: Path) -> Callable[[dict], str | None]:
         if config is not None and wanted is not None:
             return None if config == wanted else "another configuration of the model (options that change answers)"
         spec = record.get("backend")
-        if ours and isinstance(spec, str):
+        if ours and isinstance(spec, str) and spec != backend.get("spec"):
             if spec not in cache:
                 cache[spec] = _canonical_or_none(spec)
             if cache[spec] not in (None, ours):

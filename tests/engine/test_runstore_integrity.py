@@ -169,3 +169,21 @@ def test_scores_and_viewer_read_the_same_record_for_any_file(lines):
                 expected = f"{lines[own[0]][1]} {own[0]}" if own else f"plain answer to q{q}"
                 assert record.text == expected
                 assert _shown(run, request) == expected
+
+
+def test_a_folder_written_before_config_digests_is_read_by_model(tmp_path):
+    """Lines and run.json without `config` (an older histbench): the viewer tells another
+    model's line by its spec, the run store by its key."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    RunStore.open(theirs, backend=Echo("other")).run(_requests(2))
+    backend = Echo("m")
+    RunStore.open(mine, backend=backend).run(_requests(1))
+    old = [{k: v for k, v in line.items() if k != "config"} for line in _lines(mine) + _lines(theirs)[1:]]
+    (mine / RECORDS_NAME).write_text("".join(json.dumps(line) + "\n" for line in old))
+    run_json = json.loads((mine / RUN_NAME).read_text())
+    del run_json["backend"]["configs"]
+    (mine / RUN_NAME).write_text(json.dumps(run_json))
+    assert _shown(mine, _requests(2)[0]) == "plain answer to q0"
+    assert _shown(mine, _requests(2)[1]) is None  # the other model's answer to q1 is not shown as this run's
+    with pytest.warns(UserWarning, match="line 2: answers of model 'echo:other'"):
+        RunStore.open(mine, backend=backend)
