@@ -76,8 +76,10 @@ _KEY_RE = re.compile(
     r")")
 #: an Authorization scheme and its credential (with a digit: "bearer of bad news" is prose)
 _SCHEME_RE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:bearer|basic)\s+(?P<value>(?=[^\s]*[0-9])[A-Za-z0-9._~+/=\-]{8,})")
-#: name: value / name=value / "name": "value" (the name decides: is_secret_name)
-_PAIR_RE = re.compile(r"""(?P<name>[A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(?P<value>[^\s"',;&{}\[\]]+)""")
+#: name: value / name=value / "name": "value" (the name decides: is_secret_name; values of at
+#: least MIN_SECRET_LENGTH characters with a digit, or 16 characters: `add_bos_token=True` or
+#: "field 'token': expected a string" in a status or error line is no secret)
+_PAIR_RE = re.compile(r"""(?P<name>[A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(?P<value>(?=[^\s"',;&{}\[\]]*[0-9]|[^\s"',;&{}\[\]]{16})[^\s"',;&{}\[\]]{8,})""")
 
 _lock = threading.Lock()
 _values: set[str] = set()
