@@ -207,6 +207,9 @@ def test_prose_is_not_taken_for_a_key():
     register_secrets_in({"extra_body": {"system": "You are the bearer of history; token counts matter; max_tokens=120"}})
     text = "The bearer of history answered with token representations of 1850."
     assert scrub_text(text) == text
+    line = "histbench: x.json, field 'token': expected a string; add_bos_token=True, api_key_env=MY_KEY"
+    assert redact(line) == line  # status and error lines pass through redact
+    assert redact("api_key=abcdefgh123 password: correcthorsebattery") == f"api_key={REDACTED} password: {REDACTED}"
 
 
 @pytest.mark.parametrize("given", ["sk-proj-abcdef0123456789XYZ", "my-key-1234", "sk_live_abcdef0123456789"])
