@@ -46,7 +46,7 @@ from typing import Any
 from histbench.core.atomic import atomic_directory
 from histbench.core.errors import EvalError, UsageError
 from histbench.core.pages import csp_meta, escape
-from histbench.core.readers import iter_jsonl_objects
+from histbench.core.runstore import RECORDS_NAME, RecordIndex, foreign_by_run_json, read_records
 from histbench.core.secrets import scrub_text
 
 OUTCOMES = ("correct", "wrong", "invalid", "abstained", "unscored")
@@ -270,25 +270,31 @@ def items_url(viewer: str, **filters: str | None) -> str:
 class StoredAnswers:
     """The answered records of a run folder's records.jsonl (the run store), looked up by the
     request they answer: a benchmark rebuilds each item's request from the build and finds
-    what the model was asked and answered, exactly as stored."""
+    what the model was asked and answered, exactly as stored.
 
-    def __init__(self, records: Iterable[dict]):
+    Lines are chosen by the run store's own rule (histbench.core.runstore.RecordIndex: the
+    first valid answer of a key; duplicates, invalid answers and lines of another model or
+    configuration are not shown), so the page shows the record the scores used."""
+
+    def __init__(self, records: Iterable[dict] | RecordIndex):
+        if isinstance(records, RecordIndex):
+            index = records
+        else:
+            index = RecordIndex()
+            for record in records:
+                if not isinstance(record.get("key"), str):
+                    record = {**record, "key": self.request_key(record.get("request") or {})}
+                index.add(record)
+        self.index = index
         self.by_request: dict[str, dict] = {}
         self.by_key: dict[str, dict] = {}
-        for record in records:
-            request = record.get("request") or {}
-            key = self.request_key(request)
-            if record.get("response") is not None or key not in self.by_request:
-                self.by_request[key] = record
-            if isinstance(record.get("key"), str):
-                self.by_key[record["key"]] = record
+        for record in [*index.answered.values(), *index.failed.values()]:
+            self.by_request.setdefault(self.request_key(record.get("request") or {}), record)
+            self.by_key[record["key"]] = record
 
     @classmethod
     def open(cls, run_dir: Path) -> StoredAnswers:
-        path = Path(run_dir) / "records.jsonl"
-        if not path.is_file():
-            return cls([])
-        return cls(row for _, row in iter_jsonl_objects(path, error=EvalError))
+        return cls(read_records(Path(run_dir) / RECORDS_NAME, foreign_by_run_json(Path(run_dir))))
 
     @staticmethod
     def request_key(request: Mapping) -> str:

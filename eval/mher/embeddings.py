@@ -16,9 +16,14 @@ field (or known model families), so that an English-only model is labelled as su
 benchmark of Mongolian, Persian, Chinese and Latin names.
 
 API requests send up to `batch_size` texts each; transport errors, timeouts, HTTP 429 and
-5xx, and 200 replies without a complete embedding list are retried with exponential
-backoff and full jitter (at least the server's Retry-After), at most `max_retries` times;
-401/403/404 and other 4xx stop with an error naming the endpoint.
+5xx, and 200 replies without a complete embedding list (or with a value that is not a
+finite number) are retried with exponential backoff and full jitter (at least the server's
+Retry-After), at most `max_retries` times; 401/403/404 and other 4xx stop with an error
+naming the endpoint. As for the api backend, each attempt is read as a stream under a
+wall-clock `deadline` (checked as each piece arrives, so a server that drips bytes or
+never ends is cut off within `timeout` of it) and a size cap `max_response_bytes`; the key
+is registered as a secret (histbench.core.secrets) and refused when shorter than 8
+characters.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import numpy as np
 
 from histbench.core.errors import EvalError
 from histbench.core.extras import require
+from histbench.core.secrets import MIN_SECRET_LENGTH, register_secret
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 ENGLISH_ONLY, MULTILINGUAL, UNKNOWN = "English-only", "multilingual", "language coverage unknown"
@@ -131,10 +137,12 @@ class ApiEmbeddings:
     """An OpenAI-compatible /embeddings endpoint with sentence-transformers' `encode`."""
 
     def __init__(self, spec: str, model: str, base_url: str, key_env: str | None = None, batch_size: int = 64,
-                 timeout: float = 60.0, max_retries: int = 6, backoff_base: float = 1.0, backoff_max: float = 30.0):
+                 timeout: float = 60.0, max_retries: int = 6, backoff_base: float = 1.0, backoff_max: float = 30.0,
+                 deadline: float = 600.0, max_response_bytes: int = 32 * 2**20):
         self.spec, self.model, self.base_url, self.key_env = spec, model, base_url.rstrip("/"), key_env
         self.batch_size, self.timeout, self.max_retries = int(batch_size), float(timeout), int(max_retries)
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.deadline, self.max_response_bytes = float(deadline), int(max_response_bytes)
         if self.batch_size < 1:
             raise EvalError("the embedding batch size must be at least 1", field="--embedding-model")
         self.stats = {"requests": 0, "retries": 0, "texts": 0}
@@ -152,9 +160,36 @@ class ApiEmbeddings:
                                 field="--embedding-model")
         else:
             key = os.environ.get(DEFAULT_KEY_ENV)
+        if key and len(key.strip()) < MIN_SECRET_LENGTH:
+            raise EvalError(f"the API key in ${self.key_env or DEFAULT_KEY_ENV} is shorter than {MIN_SECRET_LENGTH} "
+                            "characters: histbench refuses keys that short (it could not keep them out of what it "
+                            "writes); for a server that needs no key, leave the variable unset", field="--embedding-model")
         if key:
+            register_secret(key)
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    def _post(self, client, body: dict, headers: dict):
+        """(status, headers, body bytes) of one attempt, read within the deadline and the size
+        cap: httpx.ReadTimeout past the deadline (retried like a timeout), EvalError over the cap."""
+        import httpx
+
+        started = time.monotonic()
+        with client.stream("POST", self.url, json=body, headers=headers) as response:
+            length = response.headers.get("Content-Length", "")
+            if length.isdigit() and int(length) > self.max_response_bytes:
+                raise EvalError(f"{self.url} announced an answer of {int(length):,} bytes, above max_response_bytes "
+                                f"({self.max_response_bytes:,} bytes)", field="--embedding-model")
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise EvalError(f"{self.url} sent an answer above max_response_bytes ({self.max_response_bytes:,} "
+                                    "bytes)", field="--embedding-model")
+                if time.monotonic() - started > self.deadline:
+                    raise httpx.ReadTimeout(f"no complete answer within the deadline of {self.deadline} s")
+                chunks.append(chunk)
+            return response.status_code, response.headers, b"".join(chunks)
 
     def _wait(self, attempt: int, retry_after: str | None) -> None:
         delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
@@ -172,22 +207,22 @@ class ApiEmbeddings:
             self.stats["requests"] += 1
             retry_after = None
             try:
-                response = client.post(self.url, json=body, headers=headers)
+                status, answer_headers, content = self._post(client, body, headers)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 detail = f"{type(exc).__name__}: {exc}"
             else:
-                status = response.status_code
+                text = content.decode("utf-8", errors="replace")
                 if status == 200:
-                    vectors = self._vectors(response, len(texts))
+                    vectors = self._vectors(content, len(texts))
                     if vectors is not None:
                         return vectors
-                    detail = f"HTTP 200 without {len(texts)} embeddings: {response.text[:200]!r}"
+                    detail = f"HTTP 200 without {len(texts)} finite embeddings: {text[:200]!r}"
                 elif status == 429 or status >= 500:
-                    detail, retry_after = f"HTTP {status}: {response.text[:200]}", response.headers.get("Retry-After")
+                    detail, retry_after = f"HTTP {status}: {text[:200]}", answer_headers.get("Retry-After")
                 else:
                     hint = {401: "authentication failed", 403: "access refused", 404: "no such endpoint or model"}
                     raise EvalError(f"{hint.get(status, 'request refused')}: HTTP {status} from {self.url}: "
-                                    f"{response.text[:300]}", field="--embedding-model")
+                                    f"{text[:300]}", field="--embedding-model")
             if attempt > self.max_retries:
                 raise EvalError(f"no embeddings from {self.url} after {attempt} attempts; last: {detail}",
                                 field="--embedding-model")
@@ -196,10 +231,14 @@ class ApiEmbeddings:
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _vectors(response, expected: int) -> np.ndarray | None:
+    def _vectors(content: bytes, expected: int) -> np.ndarray | None:
+        import json
+
         try:
-            data = response.json()["data"]
+            data = json.loads(content)["data"]
             ordered = sorted(data, key=lambda item: item["index"])
+            if [item["index"] for item in ordered] != list(range(expected)):  # each text's vector once
+                return None
             vectors = np.array([item["embedding"] for item in ordered], dtype=np.float64)
         except (ValueError, KeyError, TypeError):
             return None

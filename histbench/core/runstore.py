@@ -4,14 +4,17 @@ A run folder holds
 
     records.jsonl   append-only, one JSON object per answered request:
                     {key, kind, request, response (the raw result, e.g. the provider's JSON),
-                     error, parsed, parse_error, backend, model, started, finished, attempts}
+                     error, parsed, parse_error, backend, config, model, started, finished,
+                     attempts}
     run.json        dataset identity (benchmark, version, data_sha256, revision), histbench
                     version and commit, the backend's identity and spec, the evaluator's
                     options, first start and last end, and one entry per session (what it
                     asked, reused, failed, whether it was interrupted)
 
 `key` is the sha256 of the backend spec, the model revision when known, the options that
-change answers, and the canonical request (which carries its decoding parameters).
+change answers, and the canonical request (which carries its decoding parameters);
+`config` is a short digest of the same identity without the request (run.json's
+backend.configs holds the current one per kind).
 `RunStore.run` asks the backend only for keys not answered yet, and writes each answer
 the moment it arrives (flushed line by line, fsynced every few seconds and at the end),
 so a Ctrl-C, a kill -9 or a crash loses at most the requests in flight.
@@ -19,6 +22,13 @@ so a Ctrl-C, a kill -9 or a crash loses at most the requests in flight.
 Decisions:
 - A torn last line (the process died mid-write) is reported with a warning, cut off, and
   its request asked again; a broken line before the last one is an error naming the line.
+- Which line is the answer (RecordIndex, shared with the viewers, so the scores and the
+  pages read the same record): the first valid answer of a key. Repeated keys, lines
+  whose key is not the key this model (in this configuration) gives their request, and
+  stored answers that fail validation (backends.base.invalid_result) are named on stderr
+  when read and not used; an invalid one is asked again. Nothing in the file is rewritten.
+- An answer that fails validation when it arrives is stored as a failed request
+  ("invalid answer: ..."), never as an answer.
 - Parse failures are answers: they are stored (`parse_error`), counted, and never asked
   again. The parse function runs on every `run` call, also on stored answers, so a fixed
   parser applies to old raw responses without asking the model again; the `parsed` value
@@ -56,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from histbench.core.atomic import write_text_atomic
-from histbench.core.errors import EvalError
+from histbench.core.errors import EvalError, HistbenchError
 from histbench.core.locks import file_lock
 from histbench.core.progress import log, progress
 from histbench.core.readers import read_json_object
@@ -142,6 +152,128 @@ def _dataset_identity(dataset: Any) -> dict | None:
     return ident
 
 
+class RecordIndex:
+    """Which line of a records.jsonl answers each key: the one rule that the run store (so
+    the scores) and the viewers (eval/viewer.py StoredAnswers) both read through.
+
+    - the first valid answer of a key is the answer (the one scored when it arrived); a
+      later line of a key already answered (a copied or concatenated file, an edit) is a
+      duplicate: named (`duplicates`) and ignored;
+    - an answer that fails validation (backends.base.invalid_result: a NaN or positive
+      log-probability, text that is not a string, finish_reason "error", ...) is not an
+      answer: named (`invalid`) and its request asked again, so that a run folder never
+      becomes impossible to complete;
+    - a line that `foreign(record)` says belongs to another model or configuration (its key
+      is not the key this model gives its request) is named (`foreign`) and ignored;
+    - a failed request (no response) is remembered until its key is answered.
+    """
+
+    def __init__(self, foreign: Callable[[dict], str | None] | None = None) -> None:
+        self.foreign_check = foreign
+        self.answered: dict[str, dict] = {}
+        self.failed: dict[str, dict] = {}
+        #: (line number, why) of lines read but not used
+        self.duplicates: list[tuple[int, str]] = []
+        self.invalid: list[tuple[int, str, str]] = []   # (line, why, key)
+        self.foreign: list[tuple[int, str]] = []
+
+    def clear(self) -> None:
+        self.answered.clear()
+        self.failed.clear()
+        self.duplicates.clear()
+        self.invalid.clear()
+        self.foreign.clear()
+
+    def add(self, record: dict, line: int | None = None) -> str:
+        """Take one record (of line `line`); says what it became: answer, failed, duplicate,
+        invalid or foreign."""
+        from .backends.base import invalid_result
+
+        key = record["key"]
+        why = self.foreign_check(record) if self.foreign_check is not None else None
+        if why is not None:
+            self.foreign.append((line or 0, why))
+            return "foreign"
+        if key in self.answered:
+            self.duplicates.append((line or 0, f"repeats key {key[:12]}, answered before"))
+            return "duplicate"
+        if record.get("response") is None:
+            self.failed[key] = record
+            return "failed"
+        why = invalid_result(record.get("kind") or "", record["response"])
+        if why is not None:
+            self.invalid.append((line or 0, why, key))
+            self.failed.setdefault(key, {**record, "response": None, "error": f"invalid answer: {why}"})
+            return "invalid"
+        self.answered[key] = record
+        self.failed.pop(key, None)
+        return "answer"
+
+    def problems(self, since: tuple[int, int, int] = (0, 0, 0)) -> list[str]:
+        """One sentence per kind of line not used (those found after `since`, the lengths of
+        duplicates, invalid and foreign at an earlier call)."""
+        out = []
+        # an invalid answer whose request was answered since (a later line) is history, not news
+        invalid = [item for item in self.invalid[since[2]:] if item[2] not in self.answered]
+        for new, what in ((self.foreign[since[0]:], ("holds", "hold", "answers of another model or configuration: ignored")),
+                          (self.duplicates[since[1]:], ("repeats", "repeat",
+                                                        "a key answered on an earlier line: the first answer is used")),
+                          (invalid, ("holds", "hold", "an invalid answer, not used: the request is asked again"))):
+            if new:
+                n = len(new)
+                numbers = ", ".join(str(item[0]) for item in new[:10]) + (", ..." if n > 10 else "")
+                where = f"line {new[0][0]}: {new[0][1]}" if n == 1 else f"lines {numbers}; line {new[0][0]}: {new[0][1]}"
+                out.append(f"{n} {'line' if n == 1 else 'lines'} {what[0] if n == 1 else what[1]} {what[2]} ({where})")
+        return out
+
+    def marks(self) -> tuple[int, int, int]:
+        return len(self.foreign), len(self.duplicates), len(self.invalid)
+
+
+def read_records(path: Path, foreign: Callable[[dict], str | None] | None = None) -> RecordIndex:
+    """The RecordIndex of a records.jsonl read whole (viewers: what the scores used)."""
+    from histbench.core.readers import iter_jsonl_objects
+
+    index = RecordIndex(foreign)
+    if Path(path).is_file():
+        for number, row in iter_jsonl_objects(path, error=EvalError):
+            try:
+                _check_record(row)
+            except ValueError as exc:
+                raise EvalError(f"line {number} of the run store is not a valid record ({exc})", file=path, row=number) from exc
+            index.add(row, number)
+    return index
+
+
+def foreign_by_run_json(run_dir: Path) -> Callable[[dict], str | None]:
+    """Without the backend (the viewer): a line is foreign when its config digest is not the
+    one run.json records for its kind, or (lines without one) its model's canonical spec is
+    not the folder's."""
+    try:
+        info = read_json_object(Path(run_dir) / RUN_NAME, error=EvalError)
+    except EvalError:
+        info = {}
+    backend = info.get("backend") if isinstance(info.get("backend"), Mapping) else {}
+    configs = backend.get("configs") if isinstance(backend.get("configs"), Mapping) else {}
+    ours = backend.get("canonical_spec")
+    cache: dict[str, str | None] = {}
+
+    def check(record: dict) -> str | None:
+        config = record.get("config")
+        wanted = configs.get(record.get("kind"))
+        if config is not None and wanted is not None:
+            return None if config == wanted else "another configuration of the model (options that change answers)"
+        spec = record.get("backend")
+        if ours and isinstance(spec, str) and spec != backend.get("spec"):
+            if spec not in cache:
+                cache[spec] = _canonical_or_none(spec)
+            if cache[spec] not in (None, ours):
+                return f"answers of model {spec!r}"
+        return None
+
+    return check
+
+
 class RunStore:
     """An append-only store of model answers in one folder (see the module docstring)."""
 
@@ -152,8 +284,9 @@ class RunStore:
         self.options = dict(options or {})
         self.records_path = self.run_dir / RECORDS_NAME
         self.run_path = self.run_dir / RUN_NAME
-        self._answered: dict[str, dict] = {}
-        self._failed: dict[str, dict] = {}
+        self._index = RecordIndex(self._foreign)
+        self._answered = self._index.answered
+        self._failed = self._index.failed
         #: bytes of records.jsonl read so far, and the file they were read from (st_dev, st_ino)
         self._read_offset = 0
         self._lines_read = 0
@@ -184,8 +317,11 @@ class RunStore:
     def _refresh(self) -> None:
         """Read what was appended to records.jsonl since the last read, then check that the
         folder belongs to this model (under the lock)."""
+        marks = self._index.marks()
         self._load()
         self._check_owner()
+        for problem in self._index.problems(marks):  # said once, when read
+            warnings.warn(f"{self.records_path}: {problem}", stacklevel=3)
 
     def _check_owner(self) -> None:
         if not self.run_path.exists():
@@ -193,7 +329,7 @@ class RunStore:
         info = self._read_run_json()
         stored = info.get("backend") or {}
         theirs = stored.get("canonical_spec") or _canonical_or_none(stored.get("spec"))
-        if theirs and theirs != self.backend.canonical_spec and self._answered:
+        if theirs and theirs != self.backend.canonical_spec and (self._answered or self._index.foreign):
             raise EvalError(
                 f"this run folder holds answers of model {stored.get('spec')!r}, not {self.backend.spec!r} "
                 f"(compared as {theirs!r} and {self.backend.canonical_spec!r}): use another run folder",
@@ -225,8 +361,7 @@ class RunStore:
         stat = self.records_path.stat()
         file_id = (stat.st_dev, stat.st_ino)
         if file_id != self._read_file or stat.st_size < self._read_offset:
-            self._answered.clear()
-            self._failed.clear()
+            self._index.clear()
             self._read_offset = self._lines_read = 0
             self._read_file = file_id
         if stat.st_size == self._read_offset:
@@ -234,6 +369,9 @@ class RunStore:
         with self.records_path.open("rb") as handle:
             handle.seek(self._read_offset)
             data = handle.read()
+        self._load_lines(data)
+
+    def _load_lines(self, data: bytes) -> None:
         lines = data.split(b"\n")
         position = self._read_offset
         added_newline = 0
@@ -263,7 +401,7 @@ class RunStore:
                 with self.records_path.open("ab") as handle:
                     handle.write(b"\n")
                 added_newline = 1
-            self._remember(record)
+            self._index.add(record, number)
         self._read_offset = self._read_offset + len(data) + added_newline
         self._lines_read += data.count(b"\n") + added_newline
 
@@ -276,12 +414,21 @@ class RunStore:
         self._lines_read += lines
 
     def _remember(self, record: dict) -> None:
-        key = record["key"]
-        if record.get("response") is not None:
-            self._answered.setdefault(key, record)
-            self._failed.pop(key, None)
-        elif key not in self._answered:
-            self._failed[key] = record
+        self._index.add(record)
+
+    def _foreign(self, record: dict) -> str | None:
+        """Why a stored line is not this model's (in this configuration), or None: its key
+        must be the key this backend gives its request."""
+        try:
+            request = request_from_dict(record["request"])
+        except (HistbenchError, TypeError, ValueError) as exc:
+            return f"its request is not a valid request ({exc})"
+        if self.backend.key(request) == record["key"]:
+            return None
+        spec = record.get("backend")
+        if isinstance(spec, str) and _canonical_or_none(spec) not in (None, self.backend.canonical_spec):
+            return f"answers of model {spec!r}, not {self.backend.spec!r}"
+        return "its key is not this model's key for its request (another configuration: options that change answers)"
 
     # -- run.json ------------------------------------------------------------------------
 
@@ -296,7 +443,8 @@ class RunStore:
                 "histbench_version": histbench_version(),
                 "histbench_commit": histbench_commit(),
                 "dataset": self.dataset if self.dataset is not None else info.get("dataset"),
-                "backend": self.backend.identity(),
+                "backend": {**self.backend.identity(),
+                            "configs": {kind: self.backend.config_digest(kind) for kind in sorted(self.backend.supports)}},
                 "options": self.options,
                 "records": RECORDS_NAME,
                 "answered": len(self._answered),
@@ -459,11 +607,14 @@ class RunStore:
             pass
 
     def _stored(self, key: str, request: Request, result: Result | RequestFailed, started: str, parse: Callable | None) -> dict:
+        from .backends.base import invalid_result
+
         base = {
             "key": key,
             "kind": request.kind,
             "request": request.to_dict(),
             "backend": self.backend.spec,
+            "config": self.backend.config_digest(request.kind),
             "started": started,
             "finished": utc_now(),
         }
@@ -479,6 +630,18 @@ class RunStore:
                 "parse_error": f"no response: {result}",
             }
         response = result.to_dict()
+        why = invalid_result(request.kind, response)
+        if why is not None:  # never stored as an answer: a failed request, asked again by a later run
+            return {
+                **base,
+                "response": None,
+                "error": f"invalid answer: {why}",
+                "error_raw": {"answer": json.dumps(response, default=str)[:2000]},
+                "model": None,
+                "attempts": getattr(result, "attempts", 1),
+                "parsed": None,
+                "parse_error": f"no response: invalid answer: {why}",
+            }
         parsed, parse_error = _parse(parse, result)
         try:
             json.dumps(parsed, default=_json_default)

@@ -20,8 +20,21 @@ folders, results, reports):
   dataset writer, the report writer and viewer, status lines (`progress.log`) and the
   command line's error lines pass everything they write through it.
 
-Values shorter than MIN_SECRET_LENGTH characters are not registered: no credential is
-that short, and replacing a short string everywhere would corrupt ordinary text.
+- by looks: a value under a name that says nothing (`x-portkey-config: {"api_key":
+  "sk-..."}`, `extra_body.user`) is searched for credentials: a JSON text in it is read and
+  its secret-named values taken, `name: value` and `name=value` pairs with a secret name
+  (`is_secret_name`), an Authorization scheme with its credential (`Bearer ...`), and the
+  shapes providers give their keys (`key_like_values`: `sk-...`, `hf_...`, `ghp_...`,
+  `xoxb-...`, `AKIA...`, `AIza...`, JSON web tokens). What is found is registered, so it is
+  scrubbed from every file, log line and error like the key itself; `redact` also replaces
+  such shapes in the texts it is given (identities, status lines, error lines), registered
+  or not. Answers stored in run folders are scrubbed of registered values only: a model's
+  text is not rewritten because it looks like a key.
+
+Values shorter than MIN_SECRET_LENGTH characters are not registered: replacing a short
+string everywhere would corrupt ordinary text (and a model's answers). A credential that
+short is refused instead, before anything is sent (`short_credentials`; the api backend's
+key and headers): it could not be kept out of what histbench writes.
 """
 
 from __future__ import annotations
@@ -49,6 +62,24 @@ _SECRET_QUERY_NAMES = frozenset({"code", "sig", "session", "sessionid", "sid", "
 #: ... or when its last word is one of these (names too common elsewhere, e.g. a record's
 #: code field, to be secret as option or field names; `country_code` in a query is not)
 _SECRET_QUERY_LAST_WORDS = frozenset({"signature", "sig", "hmac"})
+
+#: the shapes of providers' keys and tokens (not anchored: found inside longer texts)
+_KEY_RE = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk[-_][A-Za-z0-9_\-]{12,}"                 # OpenAI, Anthropic (sk-ant-), OpenRouter (sk-or-), Stripe (sk_live_)
+    r"|hf_[A-Za-z0-9]{20,}"                      # Hugging Face
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|xox[abprs]-[A-Za-z0-9\-]{10,}"            # Slack
+    r"|AKIA[0-9A-Z]{16}"                         # AWS access key id
+    r"|AIza[0-9A-Za-z_\-]{30,}"                  # Google
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # JSON web token
+    r")")
+#: an Authorization scheme and its credential (with a digit: "bearer of bad news" is prose)
+_SCHEME_RE = re.compile(r"(?i)(?<![A-Za-z0-9])(?:bearer|basic)\s+(?P<value>(?=[^\s]*[0-9])[A-Za-z0-9._~+/=\-]{8,})")
+#: name: value / name=value / "name": "value" (the name decides: is_secret_name; values of at
+#: least MIN_SECRET_LENGTH characters with a digit, or 16 characters: `add_bos_token=True` or
+#: "field 'token': expected a string" in a status or error line is no secret)
+_PAIR_RE = re.compile(r"""(?P<name>[A-Za-z][A-Za-z0-9_\-]*)["']?\s*[:=]\s*["']?(?P<value>(?=[^\s"',;&{}\[\]]*[0-9]|[^\s"',;&{}\[\]]{16})[^\s"',;&{}\[\]]{8,})""")
 
 _lock = threading.Lock()
 _values: set[str] = set()
@@ -95,6 +126,98 @@ def register_secret(value: Any) -> None:
             scheme, _, credential = value.partition(" ")
             if scheme.lower() in ("bearer", "basic", "token") and len(credential.strip()) >= MIN_SECRET_LENGTH:
                 _values.add(credential.strip())
+
+
+def key_like_values(text: str) -> list[str]:
+    """The credentials a text holds by their looks, whatever name holds the text: values
+    under secret names in a JSON text, secret-named `name: value` / `name=value` pairs, an
+    Authorization scheme's credential, and providers' key shapes (see the module docstring)."""
+    if not isinstance(text, str):
+        return []
+    found: list[str] = []
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if isinstance(data, Mapping | list):
+            found += _secret_strings_in(data)
+    found += [m.group(0) for m in _KEY_RE.finditer(text)]
+    found += [m["value"] for m in _SCHEME_RE.finditer(text)]
+    found += [m["value"] for m in _PAIR_RE.finditer(text) if is_secret_name(m["name"]) and m["value"] != REDACTED]
+    return list(dict.fromkeys(found))
+
+
+def looks_like_key(text: str) -> bool:
+    """Whether a text has a provider's key shape (`sk-...`, `hf_...`, ...: key_like_values)."""
+    return isinstance(text, str) and bool(_KEY_RE.search(text))
+
+
+def _secret_strings_in(value: Any) -> list[str]:
+    """Strings held under secret names in a JSON-like value (any depth), and credentials
+    found by looks in every other string."""
+    out: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_secret_name(str(key)):
+                out += list(_strings(item))
+            else:
+                out += _secret_strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            out += _secret_strings_in(item)
+    elif isinstance(value, str):
+        out += key_like_values(value)
+    return out
+
+
+def short_credentials(value: Any, where: str = "") -> list[str]:
+    """Where a JSON-like value (options, headers) holds a credential shorter than
+    MIN_SECRET_LENGTH characters: a non-empty text under a secret name (also inside a JSON
+    text). Such a credential cannot be scrubbed from what histbench writes without
+    corrupting ordinary text, so it is refused (the places are named; values never)."""
+    out: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if is_secret_name(str(key)):
+                out += [path for text in _strings(item) if text.strip() and len(text.strip()) < MIN_SECRET_LENGTH]
+            else:
+                out += short_credentials(item, path)
+    elif isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            out += short_credentials(item, f"{where}[{n}]")
+    elif isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return out
+        out += short_credentials(data, where)
+    return out
+
+
+def short_url_credentials(url: str) -> list[str]:
+    """Which credentials a URL carries that are shorter than MIN_SECRET_LENGTH characters:
+    its password, its user part when it has no password (a token passed as the user name),
+    and its secret query values (`is_secret_query_name`). A user name beside a password is
+    a name, not a credential."""
+    out: list[str] = []
+    match = _AUTHORITY_RE.match(url)
+    if match:
+        user, colon, password = match["userinfo"].partition(":")
+        if colon and 0 < len(unquote(password)) < MIN_SECRET_LENGTH:
+            out.append("the URL's password")
+        if not colon and 0 < len(unquote(user)) < MIN_SECRET_LENGTH:
+            out.append("the URL's user part")
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = url.partition("?")[2]
+    for key, item in parse_qsl(query, keep_blank_values=True):
+        if is_secret_query_name(key) and 0 < len(item) < MIN_SECRET_LENGTH:
+            out.append(f"the URL's query parameter {key!r}")
+    return out
 
 
 def forget_registered_secrets() -> None:
@@ -161,8 +284,16 @@ def redact(value: Any) -> Any:
     if isinstance(value, str):
         if "://" in value:
             value = _redact_urls_in(value)
-        return scrub_text(value)
+        return _redact_key_like(scrub_text(value))
     return value
+
+
+def _redact_key_like(text: str) -> str:
+    """`text` with every credential found by its looks (key_like_values) replaced by <redacted>."""
+    text = _KEY_RE.sub(REDACTED, text)
+    text = _SCHEME_RE.sub(lambda m: m.group(0)[: m.start("value") - m.start(0)] + REDACTED, text)
+    return _PAIR_RE.sub(lambda m: m.group(0)[: m.start("value") - m.start(0)] + REDACTED
+                        if is_secret_name(m["name"]) else m.group(0), text)
 
 
 def _redact_all_strings(value: Any) -> Any:
@@ -193,9 +324,12 @@ def register_secrets_in(value: Any) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             register_secrets_in(item)
-    elif isinstance(value, str) and "://" in value:
-        for match in _URL_RE.finditer(value):
-            register_url_secrets(match.group(0))
+    elif isinstance(value, str):
+        if "://" in value:
+            for match in _URL_RE.finditer(value):
+                register_url_secrets(match.group(0))
+        for text in key_like_values(value):
+            register_secret(text)
 
 
 def register_url_secrets(url: str) -> None:

@@ -37,6 +37,15 @@ Retry policy (fixed before any run, the same for every request):
   complete chat-completion (or completion) JSON (a truncated transfer is not an answer);
 - never retried: a complete answer, whatever it says. Parsing happens later, in the run
   store, and a parse failure is stored as such;
+- an answer that cannot be true or says it is an error (a NaN, infinite or positive
+  log-probability beyond LOGPROB_TOLERANCE, the wrong number of choices or repeated
+  choice indices, content that is not text, finish_reason "error", an error object) is
+  a failed attempt: retried like a transport error, and once the retries are spent the
+  request is recorded as failed (`RequestFailed`), never as an answer; the run goes on;
+- each attempt is read as a stream under a wall-clock `deadline` (to the answer's last
+  byte: `timeout` bounds each read only) and a size cap `max_response_bytes`; an attempt
+  past the deadline is retried like a timeout, an answer over the cap is a failed
+  request (not retried);
 - a definitive refusal of one request (HTTP 400, 413, 422 and other 4xx) is recorded as a
   failed request (`RequestFailed`) with the provider's body; the run continues (a refused
   request of several prompts is asked again one prompt at a time, so that one prompt too
@@ -63,7 +72,16 @@ from datetime import UTC
 from typing import Any
 
 from histbench.core.errors import EvalError
-from histbench.core.secrets import is_secret_name, redact_http_logs, register_secret
+from histbench.core.secrets import (
+    MIN_SECRET_LENGTH,
+    is_secret_name,
+    key_like_values,
+    redact,
+    redact_http_logs,
+    register_secret,
+    short_credentials,
+    short_url_credentials,
+)
 
 from .base import (
     GENERATE,
@@ -76,6 +94,7 @@ from .base import (
     Request,
     RequestFailed,
     Result,
+    check_logprob,
 )
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -88,6 +107,9 @@ CHAT_TEMPLATE_MODES = {"auto": "auto", "always": "always", "never": "never", Tru
 _KEY_WHEN_SET = ("generate_endpoint", "chat_template", "tokenizer", "add_bos_token", "max_length")
 #: seconds after which the same retry line is said again
 RETRY_LINE_EVERY_S = 10.0
+#: the default size cap of one answer: a 120-token chat answer is a few KB, and eight echoed
+#: 2,048-token prompts with their top log-probabilities about 3 MB
+MAX_RESPONSE_BYTES = 32 * 2**20
 
 
 class _Fatal(Exception):
@@ -96,6 +118,38 @@ class _Fatal(Exception):
 
 class _Incomplete(Exception):
     """A 200 whose body is not the complete answer (retried like a transport error)."""
+
+
+class _Invalid(Exception):
+    """A complete 200 whose answer cannot be true or was an error: a log-probability that is
+    NaN, infinite or above zero, the wrong number of choices, content that is not text,
+    finish_reason "error" or an error object. A failed attempt: asked again like a
+    transport error, and once the retries are spent the request is recorded as failed
+    (never as an answer), so that a later run asks it again."""
+
+    def __init__(self, message: str, body: str = "") -> None:
+        super().__init__(message)
+        self.body = body
+
+
+class _TooLarge(Exception):
+    """An answer longer than max_response_bytes (read no further)."""
+
+
+@dataclass
+class _Answer:
+    """An HTTP answer read whole within the deadline and the size cap."""
+
+    status_code: int
+    headers: Any
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 @dataclass
@@ -133,7 +187,11 @@ class APIBackend(Backend):
     kind = "api"
     OPTIONS = {
         "max_concurrency": (8, "requests in flight at once"),
-        "timeout": (120.0, "seconds allowed per HTTP attempt (read/write/pool; connect gets min(timeout, 10))"),
+        "timeout": (120.0, "seconds allowed per read, write or pool wait of an HTTP attempt (connect gets min(timeout, 10))"),
+        "deadline": (600.0, "seconds allowed per HTTP attempt from sending the request to the answer's last byte, however "
+                            "the server paces its bytes (a cut-off attempt is retried like a timeout)"),
+        "max_response_bytes": (MAX_RESPONSE_BYTES, "bytes an answer may hold (decoded); a longer one is read no further and "
+                                                   "its request recorded as failed"),
         "max_retries": (6, "retries per request after transport errors, timeouts, 429 and 5xx"),
         "backoff_base": (1.0, "seconds: the first retry waits up to this long, doubling each time (full jitter)"),
         "backoff_max": (60.0, "seconds: longest wait between two attempts"),
@@ -162,7 +220,19 @@ class APIBackend(Backend):
         self.model = model
         self.base_url = base_url
         env = key_env or self.options.get("api_key_env")
+        if env is not None:
+            from .spec import is_env_name
+
+            if not is_env_name(env):  # a key given where its variable's name belongs: never shown
+                register_secret(env if isinstance(env, str) else None)
+                raise EvalError("option api_key_env must name an environment variable that holds the key (e.g. "
+                                "OPENAI_API_KEY), not the key itself; what was given is not shown", field="--model-option")
         self.key_env = env
+        short = short_url_credentials(base_url)
+        if short:
+            raise EvalError(f"{', '.join(short)} is shorter than {MIN_SECRET_LENGTH} characters: histbench refuses credentials "
+                            "that short, since it could not keep them out of what it writes (the value is not shown)",
+                            field="--model")
         # the key is read when requests are sent; it is registered now, before anything is written
         register_secret(os.environ.get(env or DEFAULT_KEY_ENV))
         redact_http_logs()   # httpx logs each request's URL (with its user part and query) at INFO
@@ -170,7 +240,17 @@ class APIBackend(Backend):
         for name in ("extra_body", "headers"):
             value = self.options.get(name)
             if value is not None and not isinstance(value, dict):
-                raise EvalError(f"option {name} must be a JSON object, got {value!r}", field="--model-option")
+                raise EvalError(f"option {name} must be a JSON object, got {redact(value)!r}", field="--model-option")
+        short = short_credentials({"headers": self.options.get("headers") or {},
+                                   "extra_body": self.options.get("extra_body") or {}})
+        if short:
+            raise EvalError(f"{', '.join(short)} holds a credential shorter than {MIN_SECRET_LENGTH} characters: histbench "
+                            "refuses credentials that short, since it could not keep them out of what it writes without "
+                            "corrupting ordinary text (the value is not shown)", field="--model-option")
+        for name in ("deadline", "max_response_bytes"):
+            value = self.options[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+                raise EvalError(f"option {name} must be a positive number, got {value!r}", field="--model-option")
         if int(self.options["max_concurrency"]) < 1:
             raise EvalError("max_concurrency must be at least 1", field="--max-concurrency")
         if self.options["generate_endpoint"] not in GENERATE_ENDPOINTS:
@@ -231,24 +311,22 @@ class APIBackend(Backend):
         ident.update({"model": self.model, "base_url": redact_url(self.base_url), "key_env": self.key_env})
         return ident
 
-    def key(self, request: Request) -> str:
+    def key_config(self, kind: str) -> dict:
         """As every backend's, plus the options that shape this kind of request when they are
         not at their defaults (so runs made before those options existed keep their keys)."""
-        from .base import request_key
-
         ident = self.key_identity()
         extra: dict[str, Any] = {}
-        if request.kind == GENERATE and self.options["generate_endpoint"] == "completions":
+        if kind == GENERATE and self.options["generate_endpoint"] == "completions":
             extra = {"generate_endpoint": "completions", "chat_template": self.options["chat_template"]}
             if self.options["chat_template"] == "always":
                 extra["tokenizer"] = self.options["tokenizer"]
-        elif request.kind == LOGLIKELIHOOD:
+        elif kind == LOGLIKELIHOOD:
             extra = {"tokenizer": self.options["tokenizer"]}
             if self.options["tokenizer"]:
                 extra.update(add_bos_token=self.options["add_bos_token"], max_length=self.options["max_length"])
         if extra:
             ident = {**ident, "options": {**ident["options"], **extra}}
-        return request_key(ident, request)
+        return ident
 
     # -- the model's tokenizer (optional) --------------------------------------------------
 
@@ -341,15 +419,27 @@ class APIBackend(Backend):
     def _generate_job(self, index: int, request: GenerateRequest) -> _Job:
         completions = self.options["generate_endpoint"] == "completions"
 
-        def parse(data: dict, _body: dict) -> list[tuple[int, Result | RequestFailed]]:
+        def parse(data: dict, sent: dict) -> list[tuple[int, Result | RequestFailed]]:
+            _check_no_error(data)
             try:
                 choice = data["choices"][0]
                 text = choice["text"] if completions else choice["message"].get("content")
             except (KeyError, IndexError, TypeError, AttributeError) as exc:
                 kind = "completion" if completions else "chat completion"
                 raise _Incomplete(f"HTTP 200 without a complete {kind}: {json.dumps(data)[:300]!r}") from exc
-            return [(index, GenerateResult(text=text or "", finish_reason=choice.get("finish_reason"),
-                                           model=data.get("model"), usage=data.get("usage"), raw=data))]
+            wanted = sent.get("n", 1)
+            if isinstance(wanted, int) and not isinstance(wanted, bool) and len(data["choices"]) != wanted:
+                raise _Invalid(f"{len(data['choices'])} choices for a request of {wanted}")
+            _check_no_error(choice, "choice")
+            text = _answer_text(text, "text" if completions else "message.content")
+            reason, model = choice.get("finish_reason"), data.get("model")
+            if reason is not None and not isinstance(reason, str):
+                raise _Invalid(f"finish_reason is a {type(reason).__name__}, not a string")
+            if model is not None and not isinstance(model, str):
+                raise _Invalid(f"the answer's model is a {type(model).__name__}, not a string")
+            usage = data.get("usage")
+            return [(index, GenerateResult(text=text, finish_reason=reason, model=model,
+                                           usage=usage if isinstance(usage, dict) else None, raw=data))]
 
         return _Job([index], self.completions_url if completions else self.url, self.body(request), parse)
 
@@ -427,6 +517,14 @@ class APIBackend(Backend):
                 raise _Incomplete(f"HTTP 200 without a complete completion: {json.dumps(data)[:300]!r}") from exc
             if len(choices) != len(prompts):
                 raise _Incomplete(f"HTTP 200 with {len(choices)} choices for {len(prompts)} prompts")
+            _check_no_error(data)
+            numbers = [c.get("index") if isinstance(c, Mapping) else None for c in choices]
+            if any(n is not None for n in numbers) and (
+                    not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+                    or sorted(numbers) != list(range(len(prompts)))):
+                raise _Invalid(f"the choices' indices are {numbers[:20]}, not 0 to {len(prompts) - 1} once each")
+            for choice in choices:
+                _check_no_error(choice, "choice")
             generated = int(sent.get("max_tokens") or 0)
             return [(p.index, self._read_likelihood(p, choice, generated)) for p, choice in zip(prompts, choices, strict=True)]
 
@@ -483,16 +581,21 @@ class APIBackend(Backend):
         if any(v is None for v in picked):
             return RequestFailed("the context has no token of its own before the continuation (the server gives the "
                                  "first token no log-probability)")
-        greedy = True
-        for k, value in zip(positions, picked, strict=True):
-            top = tops[k] if isinstance(tops, list) and k < len(tops) else None
-            if not isinstance(top, Mapping) or not top:
-                greedy = False
-                break
-            if float(value) < max(float(v) for v in top.values()):
-                greedy = False
-                break
-        return LoglikelihoodResult(logprob=float(sum(float(v) for v in picked)), n_tokens=len(positions),
+        try:  # each token's log-probability finite and not above 0 (within LOGPROB_TOLERANCE, read as 0)
+            picked = [check_logprob(v, f"log-probability of prompt token {k}") for k, v in zip(positions, picked, strict=True)]
+            greedy = True
+            for k, value in zip(positions, picked, strict=True):
+                top = tops[k] if isinstance(tops, list) and k < len(tops) else None
+                if not isinstance(top, Mapping) or not top:
+                    greedy = False
+                    break
+                best = max(check_logprob(v, f"top log-probability of prompt token {k}") for v in top.values())
+                if value < best:
+                    greedy = False
+                    break
+        except ValueError as exc:
+            raise _Invalid(str(exc)) from None
+        return LoglikelihoodResult(logprob=float(sum(picked)), n_tokens=len(positions),
                                    is_greedy=greedy, truncated=prompt.truncated)
 
     # -- sending ---------------------------------------------------------------------------------
@@ -506,6 +609,11 @@ class APIBackend(Backend):
                 raise EvalError(f"the model spec names ${env} for the API key, but it is not set", field="--model")
         else:
             key = os.environ.get(DEFAULT_KEY_ENV)
+        if key and len(key.strip()) < MIN_SECRET_LENGTH:
+            raise EvalError(
+                f"the API key in ${env or DEFAULT_KEY_ENV} is shorter than {MIN_SECRET_LENGTH} characters: histbench refuses "
+                "keys that short, since it could not keep them out of what it writes (a server echoing it) without "
+                "corrupting ordinary text; for a server that needs no key, leave the variable unset", field="--model")
         if key:
             register_secret(key)
             headers["Authorization"] = f"Bearer {key}"
@@ -513,6 +621,8 @@ class APIBackend(Backend):
         for name, value in extra.items():
             if is_secret_name(name):
                 register_secret(str(value))
+            for found in key_like_values(str(value)):  # a key inside a value under an innocent name
+                register_secret(found)
         headers.update({str(k): str(v) for k, v in extra.items()})
         return headers
 
@@ -563,15 +673,25 @@ class APIBackend(Backend):
             attempt += 1
             self.stats["attempts"] += 1
             retry_after = None
+            invalid_body = ""
             body = dict(job.body)
             if body.get("echo") is True:
                 body["max_tokens"] = self.echo_max_tokens
             try:
-                response = await client.post(job.url, json=body, headers=headers)
+                response = await self._post(client, job.url, body, headers)
             except httpx.TimeoutException as exc:
                 reason, detail = "timeout", f"{type(exc).__name__}: {exc}"
+            except TimeoutError:
+                reason, detail = "timeout", f"no complete answer within the deadline of {self.options['deadline']} s"
             except httpx.TransportError as exc:
                 reason, detail = "transport", f"{type(exc).__name__}: {exc}{_system_cause(exc)}"
+            except _TooLarge as exc:
+                failures: list[tuple[int, Result | RequestFailed]] = []
+                for index in job.indices:
+                    self.stats["failed"] += 1
+                    failures.append((index, RequestFailed(str(exc), raw={"max_response_bytes": self.options["max_response_bytes"]},
+                                                          attempts=attempt)))
+                return failures
             else:
                 status = response.status_code
                 if status == 200:
@@ -584,6 +704,9 @@ class APIBackend(Backend):
                         reason, detail = "incomplete", f"HTTP 200 whose body is not complete JSON: {response.text[:300]!r}"
                     except _Incomplete as exc:
                         reason, detail = "incomplete", str(exc)
+                    except _Invalid as exc:
+                        reason, detail = "invalid", f"an invalid answer ({exc})"
+                        invalid_body = response.text[:2000]
                     else:
                         for _, result in answers:
                             result.attempts = attempt
@@ -613,7 +736,7 @@ class APIBackend(Backend):
                         raw = response.json()
                     except ValueError:
                         raw = response.text
-                    failures: list[tuple[int, Result | RequestFailed]] = []
+                    failures = []
                     for index in job.indices:
                         self.stats["failed"] += 1
                         failures.append((index, RequestFailed(f"HTTP {status}: {response.text[:500]}",
@@ -624,11 +747,43 @@ class APIBackend(Backend):
             if attempt > int(self.options["max_retries"]):
                 from histbench.core.secrets import redact_url
 
+                if reason == "invalid" and job.split is not None:  # which prompt's answer is invalid: ask each alone
+                    answers = []
+                    for part in job.split():
+                        got = await self._ask(client, headers, part, state)
+                        if got is None:
+                            return None
+                        answers += got
+                    return answers
+                if reason == "invalid":  # the server answers, wrongly: this request fails, the run goes on
+                    self.stats["failed"] += len(job.indices)
+                    return [(index, RequestFailed(f"{detail} in each of {attempt} attempts", raw={"body": invalid_body},
+                                                  attempts=attempt)) for index in job.indices]
                 raise _Fatal(f"no answer from {redact_url(job.url)} after {attempt} attempts; last: {detail}")
             self._count_retry(reason)
             delay = self._delay(attempt, retry_after)
             self._say_retry(job.url, attempt, reason, detail, delay)
             await asyncio.sleep(delay)
+
+    async def _post(self, client, url: str, body: dict, headers: dict) -> _Answer:
+        """One HTTP attempt, read whole: TimeoutError when the answer's last byte has not come
+        within `deadline` seconds of sending (`timeout` bounds each read only, so a server
+        that drips bytes or never ends its stream would hold the request for ever),
+        _TooLarge as soon as the answer (decoded) exceeds `max_response_bytes`."""
+        cap = int(self.options["max_response_bytes"])
+        async with asyncio.timeout(float(self.options["deadline"])):
+            async with client.stream("POST", url, json=body, headers=headers) as response:
+                length = response.headers.get("Content-Length", "")
+                if length.isdigit() and int(length) > cap:
+                    raise _TooLarge(f"the server announced an answer of {int(length):,} bytes, above max_response_bytes "
+                                    f"({cap:,} bytes): not read")
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise _TooLarge(f"the answer exceeded max_response_bytes ({cap:,} bytes): read no further")
+                    chunks.append(chunk)
+                return _Answer(response.status_code, response.headers, b"".join(chunks))
 
     async def _run(self, jobs: Sequence[_Job], out: queue.Queue, stop: threading.Event) -> None:
         import httpx
@@ -722,6 +877,40 @@ class APIBackend(Backend):
             thread.join(timeout=10)
 
 
+def _check_no_error(data: Any, where: str = "answer") -> None:
+    """_Invalid when a 200's answer (or one of its choices) says it is an error: an `error`
+    object (OpenRouter and other proxies answer 200 with one) or finish_reason "error"."""
+    if not isinstance(data, Mapping):
+        return
+    error = data.get("error")
+    if error not in (None, "", {}, []):
+        raise _Invalid(f"the {where} carries an error: {json.dumps(error, default=str)[:300]}")
+    if data.get("finish_reason") == "error":
+        raise _Invalid(f"the {where} ended with finish_reason 'error'")
+
+
+def _answer_text(content: Any, field: str) -> str:
+    """A generated answer's text: a string; null (no text, e.g. a refusal or a tool call) is
+    the empty answer; a list of content parts (OpenAI's format for message content) is the
+    concatenation of its text parts, and invalid when any part is not a text part. Any
+    other type (a number, an object) is an invalid answer."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") in ("text", "output_text") and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, Mapping) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+                texts.append(part["refusal"])
+            else:
+                raise _Invalid(f"{field} is a list holding a part that is not text: {json.dumps(part, default=str)[:200]}")
+        return "".join(texts)
+    raise _Invalid(f"{field} is a {type(content).__name__}, not a string: {json.dumps(content, default=str)[:200]}")
+
+
 def _system_cause(exc: BaseException) -> str:
     """The operating system's reason behind a transport error, as ' (connection refused)':
     httpx says only 'All connection attempts failed'."""
@@ -754,6 +943,8 @@ def _retry_reason(reason: str, detail: str) -> str:
         return "a timeout"
     if reason == "incomplete":
         return "an incomplete answer"
+    if reason == "invalid":
+        return detail
     return reason.replace("http_", "HTTP ")
 
 

@@ -248,6 +248,78 @@ def result_from_dict(kind: str, data: Mapping) -> Result:
     return _RESULT_TYPES[kind](**data)
 
 
+#: how far above zero a token log-probability may lie and still be read as 0 (float rounding:
+#: a log-softmax computed in float32 or a server's rounding can give +1e-7); anything higher,
+#: and NaN or an infinity, is an invalid answer
+LOGPROB_TOLERANCE = 1e-4
+
+
+def check_logprob(value: Any, what: str = "log-probability") -> float:
+    """A log-probability read from outside: a finite number not above LOGPROB_TOLERANCE,
+    clamped to at most 0. ValueError naming what is wrong otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"the {what} is not a number: {str(value)[:80]!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"the {what} is {number!r}: not a finite number")
+    if number > LOGPROB_TOLERANCE:
+        raise ValueError(f"the {what} is {number!r}: above 0 (a probability above 1)")
+    return min(number, 0.0)
+
+
+def invalid_result(kind: str, response: Any) -> str | None:
+    """Why a result (as its dict, the way the run store keeps it) is not a valid answer, or
+    None when it is one. The run store asks this of every answer before it stores it and of
+    every stored answer it reads back, so that an invalid answer is never scored and is
+    asked again:
+
+    - generate: `text` a string, `finish_reason` a string (or null) and not "error";
+    - loglikelihood: `logprob` finite and not above LOGPROB_TOLERANCE, `n_tokens` a
+      non-negative integer, `is_greedy` a boolean;
+    - fill_mask: `candidates` a list of objects, each with a `token` string and a finite
+      `probability` in [0, 1 + LOGPROB_TOLERANCE]."""
+    if not isinstance(response, Mapping):
+        return "the answer is not an object"
+    if kind in _RESULT_TYPES:
+        try:
+            result_from_dict(kind, response)
+        except TypeError as exc:
+            return f"the answer does not have a {kind} result's fields ({exc})"
+    if kind == GENERATE:
+        if not isinstance(response.get("text"), str):
+            return f"the answer's text is a {type(response.get('text')).__name__}, not a string"
+        reason = response.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            return f"the finish reason is a {type(reason).__name__}, not a string"
+        if reason == "error":
+            return "the server ended the answer with finish_reason 'error'"
+        return None
+    if kind == LOGLIKELIHOOD:
+        try:
+            check_logprob(response.get("logprob"), "summed log-probability")
+        except ValueError as exc:
+            return str(exc)
+        n_tokens = response.get("n_tokens")
+        if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 0:
+            return f"n_tokens is {n_tokens!r}, not a non-negative integer"
+        if not isinstance(response.get("is_greedy"), bool):
+            return f"is_greedy is {response.get('is_greedy')!r}, not true or false"
+        return None
+    if kind == FILL_MASK:
+        candidates = response.get("candidates")
+        if not isinstance(candidates, list):
+            return "the candidates are not a list"
+        for n, candidate in enumerate(candidates):
+            if not isinstance(candidate, Mapping) or not isinstance(candidate.get("token"), str):
+                return f"candidate {n} has no token string"
+            probability = candidate.get("probability")
+            if (isinstance(probability, bool) or not isinstance(probability, int | float) or not math.isfinite(probability)
+                    or not 0.0 <= probability <= 1.0 + LOGPROB_TOLERANCE):
+                return f"candidate {n}'s probability is {probability!r}, not a number in [0, 1]"
+        return None
+    return f"unknown request kind {kind!r}"
+
+
 class RequestFailed(Exception):
     """One request got a definitive non-answer (e.g. HTTP 400 for a too-long prompt).
 
@@ -351,8 +423,19 @@ class Backend(ABC):
             "options": {k: self.options.get(k) for k in self.KEY_OPTIONS},
         }
 
+    def key_config(self, kind: str) -> dict:
+        """What a request key of this kind hashes besides the request: the key identity
+        (a backend may add options that shape one kind of request only)."""
+        return self.key_identity()
+
     def key(self, request: Request) -> str:
-        return request_key(self.key_identity(), request)
+        return request_key(self.key_config(request.kind), request)
+
+    def config_digest(self, kind: str) -> str:
+        """A short digest of key_config(kind): each stored record carries it, and run.json
+        the current one per kind, so that a reader without the backend (the viewer) can tell
+        a line of another model or configuration."""
+        return hashlib.sha256(canonical_json(self.key_config(kind)).encode("utf-8")).hexdigest()[:16]
 
     # -- answering ---------------------------------------------------------------
 

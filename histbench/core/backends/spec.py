@@ -71,6 +71,7 @@ def parse_api_target(target: str) -> tuple[str, str, str | None]:
     """'gpt-4o@https://host/v1#MY_KEY' -> ('gpt-4o', 'https://host/v1', 'MY_KEY')."""
     from histbench.core.secrets import redact
 
+    _check_key_env(target)
     if "@http://" not in target and "@https://" not in target:
         model, _, env = target.partition("#")
         if "@" in model:
@@ -92,6 +93,32 @@ def parse_api_target(target: str) -> tuple[str, str, str | None]:
     if url.endswith("/chat/completions"):
         url = url[: -len("/chat/completions")]
     return match["model"], url + question + query, match["env"]
+
+
+def is_env_name(text: object) -> bool:
+    """Whether a text can be an environment variable's name and does not have a provider's
+    key shape (`sk_live_...` is a valid name, and a key)."""
+    from histbench.core.secrets import looks_like_key
+
+    return isinstance(text, str) and bool(_ENV_RE.match(text)) and not looks_like_key(text)
+
+
+def _check_key_env(target: str) -> None:
+    """What follows the last # of an api target must be an environment variable's name: a
+    key pasted there instead is refused with a message that does not show it (and it is
+    registered, so that nothing written later holds it either)."""
+    from histbench.core.secrets import redact, register_secret
+
+    if "#" not in target:
+        return
+    head, _, env = target.rpartition("#")
+    if is_env_name(env):
+        return
+    register_secret(env)
+    raise UsageError(
+        f"api spec target {redact(head)!r}#...: the part after # must name an environment variable that holds the key "
+        "(e.g. #OPENAI_API_KEY), not the key itself; what was given there is not shown. Put the key in a variable "
+        "(export MY_KEY=...) and write #MY_KEY", field="--model")
 
 
 def split_revision(target: str) -> tuple[str, str | None]:
@@ -171,14 +198,18 @@ def canonical_spec(spec: str) -> str:
 def display_spec(spec: str) -> str:
     """The spec as given, with any credential in its URL (password, secret query
     parameters) replaced by <redacted>: what run folders, results and reports record."""
-    from histbench.core.secrets import redact_url
+    from histbench.core.secrets import REDACTED, redact_url
 
     kind, _, target = spec.partition(":")
-    if kind.strip().lower() != "api" or "://" not in target:
+    if kind.strip().lower() != "api":
         return spec
-    model, at, rest = target.partition("@http")
-    url, hash_, env = ("http" + rest).partition("#")
-    return f"{kind}:{model}{at[:1]}{redact_url(url)}{hash_}{env}" if at else spec
+    head, hash_, env = target.rpartition("#") if "#" in target else (target, "", "")
+    if env and not is_env_name(env):  # a key where a variable's name belongs
+        env = REDACTED
+    model, at, rest = head.partition("@http")
+    if at:
+        head = f"{model}{at[:1]}{redact_url('http' + rest)}"
+    return f"{kind}:{head}{hash_}{env}"
 
 
 def backend_class(kind: str) -> type[Backend]:
