@@ -10,9 +10,8 @@ folder (histbench.core.paths.inside). Lists every mismatch instead of stopping a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 from histbench.core.dataset import (
     BUILD_FILES,
@@ -25,8 +24,8 @@ from histbench.core.dataset import (
 )
 from histbench.core.errors import HistbenchError, SchemaError, ValidationError
 from histbench.core.hashing import sha256_path
-from histbench.core.progress import log
 from histbench.core.paths import inside
+from histbench.core.progress import log
 from histbench.core.resources import Resources
 from histbench.core.schema import class_label_names, decode_class_labels, validate_records
 
