@@ -291,3 +291,43 @@ def test_verification_is_cached_by_stat(built, monkeypatch):
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))
     BuiltDataset.open(built)    # a touched file is read again (and still matches)
     assert [Path(p).name for p in calls] == ["dev-00000-of-00001.parquet"]
+
+
+# -- build --out replaces only a build ---------------------------------------------------
+
+@pytest.mark.parametrize("what", ["notes", "other-benchmark", "damaged-manifest", "link", "file"])
+def test_build_out_replaces_only_a_build_of_that_benchmark(toy_builder, toy_sample, toy_resources, tmp_path, what):
+    from histbench.core.errors import BuildError
+
+    out = tmp_path / "build" / "toy-1.0.0"
+    out.parent.mkdir()
+    if what == "file":
+        out.write_text("a person's file")
+    elif what == "link":
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "notes.md").write_text("kept")
+        os.symlink(tmp_path / "elsewhere", out)
+    else:
+        out.mkdir()
+        (out / "notes.md").write_text("a person's notes")
+        if what == "other-benchmark":
+            built = run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "b2", resources=toy_resources)
+            manifest = json.loads((built / "histbench.json").read_text())
+            (out / "histbench.json").write_text(json.dumps({**manifest, "benchmark": "valence"}))
+        elif what == "damaged-manifest":
+            (out / "histbench.json").write_text('{"benchmark": "toy", "outputs": [')
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
+    with pytest.raises(BuildError) as caught:
+        run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "build", resources=toy_resources)
+    assert str(out) in str(caught.value) and "nothing was written" in str(caught.value)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()} == before
+    assert not [p for p in out.parent.iterdir() if ".tmp" in p.name]
+
+
+def test_build_out_replaces_an_earlier_build_and_an_empty_folder(toy_builder, toy_sample, toy_resources, tmp_path):
+    out = tmp_path / "build" / "toy-1.0.0"
+    out.mkdir(parents=True)
+    run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "build", resources=toy_resources)
+    first = (out / "histbench.json").read_text()
+    run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "build", resources=toy_resources)
+    assert json.loads((out / "histbench.json").read_text())["data_sha256"] == json.loads(first)["data_sha256"]
