@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from histbench.core.atomic import make_parents, remove_created
+from histbench.core.atomic import make_parents, remove_created, remove_stepped_aside
 from histbench.core.dataset import MANIFEST_NAME
 from histbench.core.errors import BuildError, HistbenchError, os_error_words
 from histbench.core.hashing import sha256_path
@@ -320,7 +320,7 @@ def write_build(
                     old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"
                     out_dir.rename(old)
                     tmp.rename(out_dir)
-                    shutil.rmtree(old, ignore_errors=True)
+                    remove_stepped_aside(old)
                 else:
                     tmp.rename(out_dir)
             except BaseException as exc:

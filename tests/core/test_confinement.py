@@ -331,3 +331,31 @@ def test_build_out_replaces_an_earlier_build_and_an_empty_folder(toy_builder, to
     first = (out / "histbench.json").read_text()
     run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "build", resources=toy_resources)
     assert json.loads((out / "histbench.json").read_text())["data_sha256"] == json.loads(first)["data_sha256"]
+
+
+# -- nothing left beside a replaced folder -------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["folder", "link-to-folder", "file"])
+def test_a_replaced_folder_leaves_no_staging_beside_it(tmp_path, kind):
+    """atomic_directory (the viewer, report sites): the earlier target is removed after a
+    successful write, a link to a folder elsewhere as a link (it was left behind as
+    `.NAME.PID-X.old`, since rmtree refuses links), and what it pointed at is untouched."""
+    from histbench.core.atomic import atomic_directory
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "index.html").write_text("a colleague's page")
+    target = tmp_path / "site" / "viewer"
+    target.parent.mkdir()
+    if kind == "folder":
+        target.mkdir()
+        (target / "old.html").write_text("old")
+    elif kind == "link-to-folder":
+        os.symlink(elsewhere, target)
+    else:
+        target.write_text("a file")
+    with atomic_directory(target) as tmp:
+        (tmp / "index.html").write_text("new")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["viewer"]
+    assert not target.is_symlink() and (target / "index.html").read_text() == "new"
+    assert (elsewhere / "index.html").read_text() == "a colleague's page"
