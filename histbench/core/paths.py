@@ -146,6 +146,19 @@ def inside(root: str | os.PathLike, relative: str | os.PathLike, *, error=None, 
     return target
 
 
+def confine_run_folder(run_dir: str | os.PathLike) -> Path:
+    """A run folder about to be read (report, view, results): refused (EvalError, naming the
+    entry) when any file in it is a symbolic link leading out of it, or a link to a folder,
+    so nothing outside it is read into a report or a page. A folder that does not exist
+    is left to the caller's own error."""
+    from .errors import EvalError
+
+    run_dir = Path(run_dir)
+    if run_dir.is_dir():
+        files_inside(run_dir, error=EvalError)
+    return run_dir
+
+
 def files_inside(root: str | os.PathLike, *, error=None, links_within: str | os.PathLike | None = None) -> list[str]:
     """Every file under `root`, as relative POSIX paths (sorted), without following a
     symbolic link: a link to a folder, an entry that is neither a file nor a folder, or a

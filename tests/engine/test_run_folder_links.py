@@ -56,3 +56,25 @@ def test_links_that_stay_inside_the_run_folder_are_used(chat_server, tmp_path):
     backend = load_backend(chat_server().spec(), FAST)
     records = RunStore.open(run, backend=backend).run(_requests(2))
     assert len(records) == 2 and len((run / "kept" / "records.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("command", ["view", "report"])
+def test_a_run_folder_with_a_link_out_is_not_read_into_a_page(tmp_path, capsys, command):
+    """`view` and `report` read shared run folders: a file of the run that is a link leading
+    out of it (here its predictions) is refused in one line, and no page is written."""
+    import shutil
+
+    from histbench.cli import main
+
+    from ..reliability.test_malformed_inputs import _valence_run
+
+    run = _valence_run(tmp_path)
+    outside = tmp_path / "outside.parquet"
+    shutil.move(run / "predictions.parquet", outside)
+    os.symlink(outside, run / "predictions.parquet")
+    capsys.readouterr()
+    argv = ["view", str(run)] if command == "view" else ["report", "valence", str(run), "--out", str(tmp_path / "rep")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "predictions.parquet" in err[0] and "leads outside the folder" in err[0], err
+    assert not (run / "viewer").exists() and not (tmp_path / "rep").exists()
