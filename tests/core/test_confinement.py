@@ -131,12 +131,13 @@ def test_validate_names_every_unlisted_file(built, toy_resources):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(prefix=st.sampled_from(["", "/", "../", "data/../../", "./"]),
        name=st.text(alphabet="abc./", min_size=1, max_size=12))
-def test_validate_and_eval_refuse_a_manifest_path_that_leaves(built, toy_resources, secret, prefix, name):
+def test_validate_eval_and_push_refuse_a_manifest_path_that_leaves(built, toy_resources, secret, prefix, name):
     original = (built / "histbench.json").read_text()
     escaping = str(secret) if prefix == "/" else prefix + name
     try:
         _rewrite(built, lambda m: m["outputs"][0].update(path=escaping))
-        for call in (lambda: validate_build(built, toy_resources), lambda: BuiltDataset.open(built)):
+        for call in (lambda: validate_build(built, toy_resources), lambda: BuiltDataset.open(built),
+                     lambda: push_build(built, "org/toy", dry_run=True)):
             with pytest.raises(HistbenchError) as caught:
                 call()
             assert SECRET not in str(caught.value) and "\n" not in str(caught.value)
