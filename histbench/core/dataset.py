@@ -6,7 +6,7 @@ would load.
 
 A build is verified before anything reads its rows (`verify_build`): histbench.json must
 match its schema (schemas/build-manifest.json), every parquet file it lists must lie inside
-the folder and hash to the recorded sha256, no other parquet file may lie under data/, the
+the folder and hash to the recorded sha256, no other file may lie under data/, the
 listed hashes must combine to the recorded data_sha256, and the card's `data_files` must
 name exactly those files. Hashes are remembered per file by size, mtime_ns, ctime_ns and
 inode (`VERIFIED_CACHE`), so a rerun on an unchanged build re-hashes nothing.
