@@ -219,12 +219,50 @@ def refuse_contradictions(args: argparse.Namespace) -> None:
 
 def run_evaluations(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> list[argparse.Namespace]:
     """`histbench eval BENCHMARK`: `run_eval` once per run (see `split_baselines`), after
-    refusing contradictory options (`refuse_contradictions`)."""
+    refusing contradictory options (`refuse_contradictions`). A run whose every request the
+    backend refused is an EvalError (exit 2) once all runs are done: its run folder keeps
+    the refusals, and a rerun asks them again."""
     refuse_contradictions(args)
     runs = split_baselines(args)
+    refused = []
     for run in runs:
         evaluator.run_eval(run)
+        folder = evaluator.run_folder(run)
+        if folder is not None:
+            refused += all_refused(folder)
+    if refused:
+        from histbench.core.errors import EvalError
+
+        raise EvalError(refused[0][1], file=refused[0][0], details=[f"{f}: {m}" for f, m in refused[1:]])
     return runs
+
+
+def all_refused(folder: Path) -> list[tuple[Path, str]]:
+    """(records file, message) for each run store under `folder` whose every request (its
+    latest record per key) was refused by the backend."""
+    import json
+
+    from histbench.core.runstore import RECORDS_NAME
+
+    found = []
+    for records in sorted(Path(folder).rglob(RECORDS_NAME)) if Path(folder).is_dir() else []:
+        latest: dict[str, str | None] = {}
+        try:
+            for line in records.read_text(encoding="utf-8").split("\n"):
+                try:
+                    item = json.loads(line) if line.strip() else None
+                except ValueError:
+                    continue   # a torn last line: the run store says so itself
+                if isinstance(item, dict) and isinstance(item.get("key"), str):
+                    latest[item["key"]] = item.get("error")
+        except (OSError, UnicodeDecodeError):
+            continue
+        errors = [error for error in latest.values() if error is not None]
+        if latest and len(errors) == len(latest):
+            first = " ".join(str(errors[0]).split())[:300]
+            found.append((records, f"every one of the {len(latest)} requests was refused by the backend, so nothing "
+                                   f"was scored (first refusal: {first}); a rerun asks them again"))
+    return found
 
 
 def get_evaluator(benchmark: str) -> BenchmarkEvaluator:

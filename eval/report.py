@@ -635,6 +635,10 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
     """`histbench report <benchmark>`: the evaluator's report, written atomically into the
     folder its `report_out(args)` names (nothing staged when it names none), as a site: an
     index card, the benchmark's page, and a viewer of every run it reads (viewer/RUN/)."""
+    from histbench.core.paths import confine_run_folder
+
+    for run_dir in evaluator.report_runs(args):   # shared run folders: no link out of them is read
+        confine_run_folder(run_dir)
     check_runs_dataset(evaluator, evaluator.report_runs(args), getattr(args, "dataset", None),
                        getattr(args, "revision", None))
     out = evaluator.report_out(args)

@@ -341,11 +341,13 @@ def viewer_run(run_dir: Path, benchmark: str | None = None) -> tuple[Any, Viewer
     """(evaluator, its ViewerRun) for a run folder: the benchmark is `benchmark` or the one
     whose evaluator recognises the folder."""
     from histbench.builders.machinery.build import discover_builders
+    from histbench.core.paths import confine_run_folder
     from histbench.eval.plugin import discover_evaluators
 
     run_dir = Path(run_dir).expanduser()
     if not run_dir.is_dir():
         raise UsageError("no such run folder", file=run_dir)
+    confine_run_folder(run_dir)   # a shared run folder: no link out of it is read into the page
     evaluators = discover_evaluators(discover_builders())
     if benchmark is not None:
         if benchmark not in evaluators:

@@ -154,8 +154,10 @@ def run_evaluation(benchmark: str, *, verbose: bool = True, **options: Any) -> l
 
 def results(benchmark: str, run: PathOrStr) -> Results:
     """The Results of a run folder written earlier (by `evaluate` or `histbench eval`)."""
+    from histbench.core.paths import confine_run_folder
+
     with _dependencies():
-        return _evaluator(benchmark).results(Path(run))
+        return _evaluator(benchmark).results(confine_run_folder(Path(run)))
 
 
 def report(benchmark: str, runs: PathOrStr | Results | Iterable[PathOrStr | Results], *,

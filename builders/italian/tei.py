@@ -17,6 +17,18 @@ that are not UTF-16 before parsing (one real Biblioteca Italiana book has a stra
 its header); each removal is reported to the caller (`parse_xml(path, notes)`) so the
 build summary names the file.
 
+Entities: the five predefined ones and character references are always expanded. Entities
+a file declares in its own DOCTYPE (internal entities) are expanded too (lxml's
+`resolve_entities="internal"`), after histbench has measured, from the declarations, what
+each expands to: an entity whose expansion would pass `MAX_ENTITY_EXPANSION` characters
+(the "billion laughs" of entities nested in entities) or that refers to itself refuses the
+file. An entity the file uses but does not declare (declared in an external DTD, which is
+never read), or an external one, refuses the file too: its words would otherwise be
+silently lost.
+
+Nesting: an element nested deeper than `MAX_DEPTH` levels refuses the file (the text
+walkers recurse), instead of a RecursionError that `--skip-bad-files` could not skip.
+
 A file that is empty or not well-formed XML raises `SourceError` naming the file, the line
 and the column. `BadFiles` lets a whole-corpus build skip such files (`--skip-bad-files`),
 counted and named in the summary, instead of stopping.
@@ -58,13 +70,84 @@ class _NoExternal(etree.Resolver):
         return self.resolve_string("", context)
 
 
-def _parser() -> etree.XMLParser:
+#: the deepest element nesting a file may have (real TEI nests a few dozen levels)
+MAX_DEPTH = 500
+#: the most characters one internal entity may expand to
+MAX_ENTITY_EXPANSION = 1_000_000
+
+
+def _parser(resolve_entities: bool | str = False) -> etree.XMLParser:
     parser = etree.XMLParser(
-        no_network=True, load_dtd=False, resolve_entities=False, collect_ids=False,
+        no_network=True, load_dtd=False, resolve_entities=resolve_entities, collect_ids=False,
         remove_blank_text=False, huge_tree=True,
     )
     parser.resolvers.add(_NoExternal())
     return parser
+
+
+_ENTITY_REF = re.compile(r"&([A-Za-z_:][-A-Za-z0-9._:]*);")
+_PREDEFINED = {"lt", "gt", "amp", "apos", "quot"}
+
+
+def _check_entities(tree: etree._ElementTree, path: Path) -> bool:
+    """Whether the file declares internal entities that are used; refuses (SourceError) an
+    expansion over MAX_ENTITY_EXPANSION characters, a self-reference, an external entity,
+    and an entity used but not declared in the file."""
+    dtd = tree.docinfo.internalDTD
+    declared = {}
+    external = set()
+    for entity in (dtd.iterentities() if dtd is not None else ()):
+        if entity.content is None or entity.system_url:
+            external.add(entity.name)
+        else:
+            declared[entity.name] = entity.content
+    sizes: dict[str, int] = {}
+
+    def size(name: str, seen: tuple[str, ...]) -> int:
+        if name in sizes:
+            return sizes[name]
+        if name in seen:
+            raise SourceError(f"the entity &{name}; refers to itself (through {' -> '.join(seen)}); refused", file=path)
+        content = declared[name]
+        total = len(_ENTITY_REF.sub("", content))
+        for ref in _ENTITY_REF.findall(content):
+            if ref in _PREDEFINED:
+                total += 1
+            elif ref in declared:
+                total += size(ref, (*seen, name))
+            else:
+                raise SourceError(f"the entity &{name}; refers to &{ref};, which the file does not declare; refused",
+                                  file=path)
+            if total > MAX_ENTITY_EXPANSION:
+                raise SourceError(f"the entity &{name}; expands to more than {MAX_ENTITY_EXPANSION:,} characters "
+                                  "(entities nested in entities); refused", file=path)
+        sizes[name] = total
+        return total
+
+    for name in declared:
+        size(name, ())
+    used = False
+    for node in tree.iter(etree.Entity):
+        name = node.name
+        if name in external:
+            raise SourceError(f"the entity &{name}; is external (its text is in another file, which histbench does not "
+                              "read); refused rather than losing its words", file=path, row=node.sourceline)
+        if name not in declared:
+            raise SourceError(f"the entity &{name}; is not declared in the file (an external DTD is never read); "
+                              "refused rather than losing its words", file=path, row=node.sourceline)
+        used = True
+    return used
+
+
+def _check_depth(tree: etree._ElementTree, path: Path) -> None:
+    """Refuse an element nested deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(tree.getroot(), 1)]
+    while stack:
+        element, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SourceError(f"elements nested more than {MAX_DEPTH} levels deep (<{local(element) or '?'}> at line "
+                              f"{element.sourceline}); refused", file=path, row=element.sourceline)
+        stack.extend((child, depth + 1) for child in element)
 
 
 _BOMS_UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -112,12 +195,16 @@ def parse_xml(path: Path, notes: list[str] | None = None) -> etree._ElementTree:
         if notes is not None:
             notes.append(f"{path.name}: {count} NUL byte{'s' if count > 1 else ''} removed before parsing")
     try:
-        return etree.parse(io.BytesIO(data), _parser(), base_url=None)
+        tree = etree.parse(io.BytesIO(data), _parser(), base_url=None)
+        if _check_entities(tree, path):   # measured and declared in the file: expanded
+            tree = etree.parse(io.BytesIO(data), _parser(resolve_entities="internal"), base_url=None)
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (exc.lineno, 0)
         message = exc.msg or str(exc)
         message = re.sub(r",? line \d+, column \d+.*$", "", message).strip()
         raise SourceError(f"line {line}, column {column}: not well-formed XML: {message}", file=path) from exc
+    _check_depth(tree, path)
+    return tree
 
 
 def local(element) -> str:

@@ -26,7 +26,7 @@ from histbench.core.progress import log
 from histbench.core.resources import Resources
 
 from .manifest import InputFile, SourceManifest, resolve_inputs
-from .writer import BuildOutput, utc_now, write_build
+from .writer import BuildOutput, check_replaceable, utc_now, write_build
 
 DEFAULT_OUT = Path("build")
 
@@ -151,6 +151,7 @@ def _run_build(builder: BenchmarkBuilder, given: dict, *, options: dict | None, 
     inputs = resolve_inputs(manifest, given, allow_checksum_mismatch=allow_checksum_mismatch)
     options = {"seed": seed, **(options or {})}
     options["allow_checksum_mismatch"] = allow_checksum_mismatch
+    check_replaceable(builder.output_dir(out_root), builder.name)   # before a long build, not after it
     ctx = BuildContext(builder.name, inputs, options, resources, manifest)
     ctx.log(f"building {builder.name} {builder.version} from {sum(len(v) for v in inputs.values())} input(s)")
     output = builder.build(ctx)

@@ -19,6 +19,12 @@ it). A repository that exists but that the token cannot read is refused too. Aft
 upload the repo is read again and the plan says what it really is. A dry run sends nothing
 to the Hub, so it cannot say whether the repo exists; it says so.
 
+Exactly the files histbench.json lists are uploaded, with the card, its licence file and
+histbench.json itself: `validate` runs first (so an unlisted file, an absolute or escaping
+manifest path, or a symbolic link leading out of the folder stops the push), and each data
+file is hashed again from the very handle that is uploaded, so what reaches the Hub is what
+the manifest records (a file changed in between is refused, naming it).
+
 The token comes from the usual huggingface_hub places (HF_TOKEN, `hf auth login`). After
 the upload the commit is tagged `v<version>` so users can load exactly that release with
 `revision=`. A refusal or an unreachable Hub is one `PushError` line naming the repo.
@@ -30,9 +36,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from histbench.core.dataset import MANIFEST_NAME
+from histbench.core.dataset import BUILD_FILES, MANIFEST_NAME, read_build_manifest
 from histbench.core.errors import HistbenchError, UsageError, ValidationError
-from histbench.core.paths import local_paths, names_this_machine
+from histbench.core.paths import inside, local_paths, names_this_machine
 
 from .card import GATED, REDISTRIBUTION, check_card, needs_gating
 from .validate import validate_build
@@ -140,7 +146,7 @@ def plan_push(folder: str | Path, repo_id: str, public: bool = False, confirm_re
     if repo_id.count("/") != 1:
         raise UsageError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
     validate_build(folder)
-    manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    manifest = read_build_manifest(folder)
     terms = list(manifest.get("inputs") or [])
     gated = needs_gating(terms)
     if public and gated and not confirm_redistribution:
@@ -151,9 +157,9 @@ def plan_push(folder: str | Path, repo_id: str, public: bool = False, confirm_re
             f"upload needs {CONFIRM_OPTION} (you confirm you may publish this build; it will be gated)",
             details=terms_lines(terms, gated),
         )
-    files = sorted(
-        (p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*") if p.is_file()
-    )
+    # exactly what the manifest lists, and the build's own files beside it (validate refused anything else)
+    names = [o["path"] for o in manifest["outputs"]] + [n for n in BUILD_FILES[:3] if (folder / n).is_file()]
+    files = sorted((name, inside(folder, name).stat().st_size) for name in names)
     problems = [f"README.md: {p}" for p in check_card((folder / "README.md").read_text(encoding="utf-8"))]
     problems += _local_paths_in_upload(folder, [name for name, _ in files])
     if problems:
@@ -176,14 +182,49 @@ def _hub_errors(repo_id: str, doing: str):
                 raise
             from histbench.core.secrets import redact
 
-            reason = redact(" ".join(str(exc).split("\n")[0].split())) or type(exc).__name__
             status = getattr(getattr(exc, "response", None), "status_code", None)
+            reason = redact(_hub_reason(exc)) or type(exc).__name__
             hint = {401: " (check your token: HF_TOKEN or `hf auth login`)",
                     403: " (your token may not write to this namespace)",
                     404: " (no such namespace, or the endpoint is wrong)"}.get(status, "")
             raise PushError(f"dataset repo {repo_id}: {doing} failed: {reason}{hint}") from exc
 
     return wrapped()
+
+
+def _hub_reason(exc: BaseException) -> str:
+    """What the Hub (or the network) said, on one line: huggingface_hub puts its own words
+    ("Bad request:") on one line and the server's message on the next ones; both are kept."""
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    server = " ".join(str(getattr(exc, "server_message", None) or "").split())
+    if server and all(server not in line for line in lines):
+        lines.append(server)
+    if lines and lines[-1].endswith(":"):
+        lines[-1] += " (the Hub gave no reason)"
+    text = " ".join(lines)
+    return text if len(text) <= 500 else text[:500] + "..."
+
+
+def _upload_operations(plan: PushPlan, stack) -> list:
+    """One CommitOperationAdd per file of the plan, each opened once (inside the folder,
+    never through a link out of it) and, for a data file, hashed from that handle against
+    the sha256 histbench.json records."""
+    from hashlib import file_digest
+
+    from huggingface_hub import CommitOperationAdd
+
+    recorded = {o["path"]: o["sha256"] for o in read_build_manifest(plan.folder)["outputs"]}
+    operations = []
+    for name, _ in plan.files:
+        handle = stack.enter_context(inside(plan.folder, name).open("rb"))
+        if name in recorded:
+            digest = file_digest(handle, "sha256").hexdigest()
+            if digest != recorded[name]:
+                raise PushError(f"sha256 {digest[:12]}... is not the {recorded[name][:12]}... recorded in {MANIFEST_NAME}: "
+                                "the file changed since it was validated; nothing was uploaded", file=plan.folder / name)
+            handle.seek(0)
+        operations.append(CommitOperationAdd(path_in_repo=name, path_or_fileobj=handle))
+    return operations
 
 
 def _is_hub_error(exc: BaseException) -> bool:
@@ -242,7 +283,15 @@ def check_target(plan: PushPlan, state: RepoState | None, public: bool, confirm_
 
 def upload(plan: PushPlan, public: bool = False, confirm_redistribution: bool = False) -> str:
     """The network part: read the repo's state (refusing a public repo the build is not
-    meant for), create it if new, gate it, upload the folder, tag the commit, read it again."""
+    meant for), create it if new, gate it, upload the folder, tag the commit, read it again.
+    The files are opened and their hashes checked first: a changed file uploads nothing."""
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        return _upload(plan, _upload_operations(plan, stack), public, confirm_redistribution)
+
+
+def _upload(plan: PushPlan, operations: list, public: bool, confirm_redistribution: bool) -> str:
     from huggingface_hub import HfApi
 
     api = HfApi()
@@ -264,8 +313,8 @@ def upload(plan: PushPlan, public: bool = False, confirm_redistribution: bool = 
         with _hub_errors(plan.repo_id, "setting manual approval of access requests"):
             api.update_repo_settings(plan.repo_id, repo_type="dataset", gated="manual")
     with _hub_errors(plan.repo_id, "the upload"):
-        commit = api.upload_folder(
-            folder_path=str(plan.folder), repo_id=plan.repo_id, repo_type="dataset",
+        commit = api.create_commit(
+            repo_id=plan.repo_id, repo_type="dataset", operations=operations,
             commit_message=f"histbench build {plan.folder.name}",
         )
     with _hub_errors(plan.repo_id, f"tagging the uploaded commit {commit.oid} as {plan.tag}"):

@@ -1,21 +1,58 @@
 """`histbench validate`: a built folder must match its own histbench.json.
 
-Checks every output file's sha256, every config/split's row count (from the parquet
-files themselves) and every row against the schema shipped with this histbench; lists
-every mismatch instead of stopping at the first.
+Checks histbench.json against its schema (schemas/build-manifest.json), every output
+file's sha256, every config/split's row count (from the parquet files themselves) and every
+row against the schema shipped with this histbench, and that the card's data_files name
+exactly the listed files; names every file the manifest does not list, and refuses an
+absolute or escaping path in the manifest and any symbolic link that leads out of the
+folder (histbench.core.paths.inside). Lists every mismatch instead of stopping at the first.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from histbench.core.dataset import MANIFEST_NAME, resolve_dataset_path
+from histbench.core.dataset import (
+    BUILD_FILES,
+    MANIFEST_NAME,
+    _hub_cache_root,
+    combined_sha256,
+    read_build_manifest,
+    resolve_dataset_path,
+    verify_build,
+)
 from histbench.core.errors import HistbenchError, SchemaError, ValidationError
 from histbench.core.hashing import sha256_path
+from histbench.core.paths import inside
 from histbench.core.progress import log
-from histbench.core.readers import read_json_object
 from histbench.core.resources import Resources
 from histbench.core.schema import class_label_names, decode_class_labels, validate_records
+
+
+def _present_files(folder: Path, root: Path, problems: list[str]) -> set[str]:
+    """The files of the build (relative paths); a symbolic link leading outside it, a link to
+    a folder, or anything that is not a regular file is a problem, and is not read."""
+    present = set()
+    for directory, folders, names in os.walk(folder, followlinks=False):
+        here = Path(directory)
+        for name in list(folders):
+            if (here / name).is_symlink():
+                folders.remove(name)
+                problems.append(f"{(here / name).relative_to(folder).as_posix()}: a symbolic link to a folder; refused")
+        for name in names:
+            path = here / name
+            relative = path.relative_to(folder).as_posix()
+            try:
+                inside(root, path.relative_to(root).as_posix(), error=ValidationError, what="file")
+            except ValidationError as exc:
+                problems.append(f"{relative}: {exc.message}")
+                continue
+            if not path.is_file():
+                problems.append(f"{relative}: not a regular file (a broken link, a pipe, a device)")
+                continue
+            present.add(relative)
+    return present
 
 
 def validate_build(path_or_id: str | Path, resources: Resources | None = None, revision: str | None = None) -> dict:
@@ -23,24 +60,26 @@ def validate_build(path_or_id: str | Path, resources: Resources | None = None, r
     import pyarrow.parquet as pq
 
     resources = resources or Resources.default()
+    local = Path(path_or_id).expanduser().exists()
     folder = resolve_dataset_path(path_or_id, revision)
-    manifest_path = folder / MANIFEST_NAME
-    if not manifest_path.is_file():
-        raise ValidationError(f"not a histbench build: {MANIFEST_NAME} is missing", file=folder)
-    manifest = read_json_object(manifest_path, error=ValidationError)
+    root = None if local else _hub_cache_root(folder)
+    manifest = read_build_manifest(folder, error=ValidationError, root=root)
 
     problems: list[str] = []
     benchmark = manifest.get("benchmark", "?")
     listed = {o["path"] for o in manifest.get("outputs", [])}
-    present = {p.relative_to(folder).as_posix() for p in (folder / "data").rglob("*.parquet")} if (folder / "data").is_dir() else set()
-    for extra in sorted(present - listed):
-        problems.append(f"{extra}: parquet file not listed in {MANIFEST_NAME}")
+    present = _present_files(folder, root or folder, problems)
+    for extra in sorted(present - listed - set(BUILD_FILES)):
+        kind = "parquet file" if extra.endswith(".parquet") else "file"
+        problems.append(f"{extra}: {kind} not listed in {MANIFEST_NAME} (a build holds only the parquet files it lists, "
+                        f"{', '.join(BUILD_FILES[:3])})")
 
     counted: dict[tuple[str, str], int] = {}
     for output in manifest.get("outputs", []):
         path = folder / output["path"]
-        if not path.is_file():
-            problems.append(f"{output['path']}: listed in {MANIFEST_NAME} but missing")
+        if output["path"] not in present:
+            if not (path.exists() or path.is_symlink()):   # a link that leaves is named above already
+                problems.append(f"{output['path']}: listed in {MANIFEST_NAME} but missing")
             continue
         digest = sha256_path(path)
         if digest != output["sha256"]:
@@ -74,6 +113,13 @@ def validate_build(path_or_id: str | Path, resources: Resources | None = None, r
             if found is not None and found != expected:
                 problems.append(f"config {config}/{split}: {found} rows in parquet, {expected} in {MANIFEST_NAME}")
 
+    if not problems:   # every file matched: the combined data_sha256 and the card's data_files
+        try:
+            verify_build(folder, manifest, error=ValidationError, root=root)
+        except ValidationError as exc:
+            problems.append(str(exc))
+    elif combined_sha256(manifest["outputs"]) != manifest["data_sha256"]:
+        problems.append(f"{MANIFEST_NAME}: data_sha256 is not the combined sha256 of the listed files")
     if problems:
         raise ValidationError(f"{len(problems)} problem(s) in {folder}", details=problems)
     return {"path": str(folder), "benchmark": benchmark, "version": manifest.get("version"), "rows": manifest.get("rows")}

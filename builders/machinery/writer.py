@@ -8,6 +8,12 @@ staging folder (histbench.core.signals); after a kill -9, the next build into th
 folder removes it, and puts the earlier build back if the kill came between the two
 renames that swap it for the new one.
 
+A folder that is already at the output path is replaced only when it is a histbench build
+of the same benchmark (its histbench.json valid against schemas/build-manifest.json and
+naming that benchmark) or an empty folder: anything else (a person's notes, another
+benchmark's build, a symbolic link) is refused, naming the folder, before anything is built
+or written (`check_replaceable`).
+
 Builds into one output folder take turns: each holds the lock `--out/.NAME.lock` (kept,
 empty, beside the build) while it writes, and a second build waits, saying so, so it can
 neither remove the first one's staging folder nor interleave with it.
@@ -28,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from histbench.core.atomic import make_parents, remove_created
+from histbench.core.atomic import make_parents, remove_created, remove_stepped_aside
 from histbench.core.dataset import MANIFEST_NAME
 from histbench.core.errors import BuildError, HistbenchError, os_error_words
 from histbench.core.hashing import sha256_path
@@ -124,6 +130,33 @@ def _remove_stale_temporaries(out_dir: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+def check_replaceable(out_dir: Path, benchmark: str) -> None:
+    """Refuse (BuildError, nothing written) an output folder that exists and is not a
+    histbench build of `benchmark` (an empty folder may be replaced)."""
+    from histbench.core.dataset import read_build_manifest
+
+    out_dir = Path(out_dir)
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    advice = "nothing was written; move it away or give another --out"
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        raise BuildError(f"the output folder exists and is {'a symbolic link' if out_dir.is_symlink() else 'not a folder'}, "
+                         f"not a histbench build; {advice}", file=out_dir)
+    try:
+        if not any(out_dir.iterdir()):
+            return
+    except OSError as exc:
+        raise _os_error(exc, out_dir) from exc
+    try:
+        manifest = read_build_manifest(out_dir, error=BuildError)
+    except BuildError as exc:
+        raise BuildError(f"the output folder exists and is not a histbench build ({exc.message}); it is not replaced: "
+                         f"{advice}", file=out_dir) from None
+    if manifest["benchmark"] != benchmark:
+        raise BuildError(f"the output folder holds a {manifest['benchmark']!r} build, not {benchmark!r}; it is not "
+                         f"replaced: {advice}", file=out_dir)
+
+
 def _lock_path(out_dir: Path) -> Path:
     return out_dir.parent / f".{out_dir.name}.lock"
 
@@ -202,6 +235,7 @@ def write_build(
         with file_lock(_lock_path(out_dir), on_wait=lambda: log(
                 f"another build is writing {out_dir}: waiting for it to finish")):
             _remove_stale_temporaries(out_dir)
+            check_replaceable(out_dir, benchmark)
             tmp = root / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
                 tmp.mkdir()
@@ -286,7 +320,7 @@ def write_build(
                     old = out_dir.parent / f".{out_dir.name}.tmp-old-{uuid.uuid4().hex[:8]}"
                     out_dir.rename(old)
                     tmp.rename(out_dir)
-                    shutil.rmtree(old, ignore_errors=True)
+                    remove_stepped_aside(old)
                 else:
                     tmp.rename(out_dir)
             except BaseException as exc:

@@ -78,6 +78,16 @@ def remove_stale_siblings(path: Path) -> list[Path]:
     return done
 
 
+def remove_stepped_aside(old: Path) -> None:
+    """Remove what an atomic replace moved aside: a folder with its content, but a symbolic
+    link (the target was a link to a folder elsewhere) or a file only itself, never what a
+    link points at; nothing of it is left behind beside the target."""
+    if old.is_symlink() or not old.is_dir():
+        old.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def make_parents(folder: Path) -> list[Path]:
     """mkdir -p, returning the folders it created (outermost first)."""
     missing = []
@@ -168,7 +178,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
             except BaseException:
                 os.replace(old, path)
                 raise
-            shutil.rmtree(old, ignore_errors=True)
+            remove_stepped_aside(old)
         else:
             os.replace(tmp, path)
     except BaseException as exc:

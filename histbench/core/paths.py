@@ -98,3 +98,87 @@ def local_paths(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
             yield from local_paths(item, f"{where}[{index}]")
     elif isinstance(value, str) and names_this_machine(value):
         yield where, value
+
+
+# -- folders confined -------------------------------------------------------------------
+#
+# Build folders and run folders are shared between people (pushed to the Hub, copied,
+# mailed): a path written in one of their files, or a symbolic link among them, is
+# untrusted. Every reader and writer of such a folder names its files through `inside`,
+# which refuses whatever would leave the folder.
+
+
+def _refusal(error, message: str, file) -> Exception:
+    if error is None:
+        from .errors import ValidationError
+
+        error = ValidationError
+    return error(message, file=file)
+
+
+def inside(root: str | os.PathLike, relative: str | os.PathLike, *, error=None, what: str = "path") -> Path:
+    """`root / relative`, refused (`error`, ValidationError by default, naming the path) when
+    `relative` is absolute, empty, holds a NUL byte or a backslash, names `..`, or resolves,
+    symbolic links followed (chains included), to a place outside `root`'s own real path.
+
+    A link that stays inside the folder is accepted (a Hub download links its files into the
+    cache's blobs, inside the repository's cache folder); a link loop is refused."""
+    root = Path(root)
+    text = os.fspath(relative)
+    if not isinstance(text, str) or not text or "\x00" in text or "\\" in text:
+        raise _refusal(error, f"the {what} {text!r} is not a plain relative path", root)
+    pure = Path(text)
+    if pure.is_absolute() or text.startswith("~") or PureWindowsPath(text).drive:
+        raise _refusal(error, f"the {what} {text!r} is absolute: paths in a folder are relative to it", root)
+    if any(part == ".." for part in pure.parts):
+        raise _refusal(error, f"the {what} {text!r} leaves the folder (..)", root)
+    target = root / pure
+    try:
+        real_root = root.resolve(strict=False)
+        real = target.resolve(strict=False)
+    except RuntimeError as exc:   # a symbolic link loop (Python < 3.13)
+        raise _refusal(error, f"the {what} {text!r} is a loop of symbolic links", target) from exc
+    except OSError as exc:   # ELOOP (Python >= 3.13)
+        raise _refusal(error, f"the {what} {text!r} cannot be resolved ({exc.strerror or exc})", target) from exc
+    if real != real_root and real_root not in real.parents:
+        raise _refusal(error, f"the {what} {text!r} is a symbolic link (or under one) that leads outside the folder, "
+                              f"to {real}; refused", target)
+    return target
+
+
+def confine_run_folder(run_dir: str | os.PathLike) -> Path:
+    """A run folder about to be read (report, view, results): refused (EvalError, naming the
+    entry) when any file in it is a symbolic link leading out of it, or a link to a folder,
+    so nothing outside it is read into a report or a page. A folder that does not exist
+    is left to the caller's own error."""
+    from .errors import EvalError
+
+    run_dir = Path(run_dir)
+    if run_dir.is_dir():
+        files_inside(run_dir, error=EvalError)
+    return run_dir
+
+
+def files_inside(root: str | os.PathLike, *, error=None, links_within: str | os.PathLike | None = None) -> list[str]:
+    """Every file under `root`, as relative POSIX paths (sorted), without following a
+    symbolic link: a link to a folder, an entry that is neither a file nor a folder, or a
+    link leading outside `root` (or outside `links_within`, a folder above it) is refused
+    (`error`, naming it)."""
+    root = Path(root)
+    within = Path(links_within) if links_within is not None else root
+    found = []
+    for directory, folders, names in os.walk(root, followlinks=False):
+        here = Path(directory)
+        for name in sorted(folders):
+            path = here / name
+            if path.is_symlink():   # never followed: a loop, or a way out, either way
+                raise _refusal(error, f"{path.relative_to(root).as_posix()} is a symbolic link to a folder; "
+                                      "refused (a build or run folder holds none)", path)
+        for name in names:
+            path = here / name
+            relative = path.relative_to(root).as_posix()
+            inside(within, path.relative_to(within).as_posix(), error=error, what="file")
+            if not path.is_file():
+                raise _refusal(error, f"{relative} is not a regular file (a broken link, a pipe, a device)", path)
+            found.append(relative)
+    return sorted(found)

@@ -68,6 +68,7 @@ from typing import Any
 from histbench.core.atomic import write_text_atomic
 from histbench.core.errors import EvalError, HistbenchError
 from histbench.core.locks import file_lock
+from histbench.core.paths import inside
 from histbench.core.progress import log, progress
 from histbench.core.readers import read_json_object
 from histbench.core.secrets import scrub_text
@@ -282,8 +283,6 @@ class RunStore:
         self.backend = backend
         self.dataset = _dataset_identity(dataset)
         self.options = dict(options or {})
-        self.records_path = self.run_dir / RECORDS_NAME
-        self.run_path = self.run_dir / RUN_NAME
         self._index = RecordIndex(self._foreign)
         self._answered = self._index.answered
         self._failed = self._index.failed
@@ -295,6 +294,16 @@ class RunStore:
         self.last_stats: dict[str, int] = {}
         #: lines dropped when the folder was read (torn last line)
         self.torn_lines = 0
+
+    @property
+    def records_path(self) -> Path:
+        """records.jsonl, refused (EvalError) when it is a link leading out of the run folder:
+        a shared run folder must not make histbench truncate or append to another file."""
+        return inside(self.run_dir, RECORDS_NAME, error=EvalError, what="run store file")
+
+    @property
+    def run_path(self) -> Path:
+        return inside(self.run_dir, RUN_NAME, error=EvalError, what="run store file")
 
     # -- opening -----------------------------------------------------------------------
 
@@ -467,7 +476,7 @@ class RunStore:
         """The folder's exclusive lock; another process holding it is waited for (once
         announced on stderr)."""
         return file_lock(
-            self.run_dir / LOCK_NAME,
+            inside(self.run_dir, LOCK_NAME, error=EvalError, what="run store file"),   # a link out would be truncated
             on_wait=lambda: log(f"{self.run_dir}: another histbench process is asking in this run folder; waiting for it "
                                 "(its answers will be reused)"),
         )

@@ -5,6 +5,7 @@ card check, preupload and commit, create_tag), on a loopback port.
     with FakeHub() as hub:
         hub.add_repo("org/name", private=False, gated=False)    # an existing repo
         hub.namespaces = {"org"}                                # creating a repo elsewhere: 404
+        hub.refusals = [("POST", "/commit/", 400, "why")]      # that request answered 400 {"error": "why"}
         hub.use(monkeypatch)                                    # HfApi() now talks to it
         ...
         hub.repos["org/name"].files, hub.calls
@@ -49,6 +50,8 @@ class FakeHub:
         self.calls: list[tuple[str, str]] = []
         self.unknown: list[tuple[str, str]] = []
         self.namespaces: set[str] | None = None   # when set: create_repo elsewhere answers 404
+        # (method, path fragment, status, error): a matching request is answered with that status and error
+        self.refusals: list[tuple[str, str, int, str]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -83,6 +86,9 @@ class FakeHub:
 
     def _route(self, method: str, path: str, body: bytes) -> tuple[int, object, dict]:
         parts = [unquote(p) for p in path.strip("/").split("/")]
+        for refused_method, fragment, status, error in self.refusals:
+            if method == refused_method and fragment in path:
+                return status, {"error": error}, {}
         if method == "POST" and parts == ["api", "repos", "create"]:
             payload = json.loads(body)
             repo_id = f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]

@@ -7,7 +7,7 @@ import pytest
 from histbench import demo
 from histbench.builders.machinery import build as build_module
 from histbench.core import resources as resources_module
-from histbench.core.errors import BuildError
+from histbench.core.errors import EvalError
 from histbench.eval import plugin
 from histbench.eval.report import ReportSection
 
@@ -52,9 +52,10 @@ def test_reload_check_detects_a_mismatch(toy_builder, toy_sample, toy_resources,
     folder = build_module.run_build(toy_builder, {"text": [toy_sample]}, out_root=tmp_path / "b", resources=toy_resources)
     assert demo.check_reload(folder) == {"items": {"dev": 6, "test": 6}, "pairs": {"dev": 5, "test": 6}}
     card = folder / "README.md"
-    # A card whose configs block points both splits at the same files loads different rows.
+    # A card whose configs block points both splits at the same files would load different rows:
+    # the build's verification (issue 39) refuses it before anything is loaded
     card.write_text(card.read_text().replace("path: data/items/test-*.parquet", "path: data/items/dev-*.parquet"))
-    with pytest.raises(BuildError, match="loads back differently"):
+    with pytest.raises(EvalError, match="card's data_files of items/test .* not the files histbench.json lists"):
         demo.check_reload(folder)
 
 

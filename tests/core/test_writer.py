@@ -261,7 +261,13 @@ def test_a_second_folder_of_the_same_name_loads_its_own_rows(toy_builder, toy_sa
     rows[0]["left"] = rows[0]["left"].replace("a", "o")  # same length: the card stays identical
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
     manifest = json.loads((second / "histbench.json").read_text())
-    manifest["data_sha256"] = "0" * 64  # what a real rebuild with other rows records
+    # what a real rebuild with other rows records (a build is verified against its files before it is read)
+    from histbench.core.dataset import combined_sha256
+    from histbench.core.hashing import sha256_path
+
+    for output in manifest["outputs"]:
+        output["sha256"] = sha256_path(second / output["path"])
+    manifest["data_sha256"] = combined_sha256(manifest["outputs"])
     (second / "histbench.json").write_text(json.dumps(manifest))
 
     assert (first / "README.md").read_bytes() == (second / "README.md").read_bytes()

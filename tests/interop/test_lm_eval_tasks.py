@@ -182,7 +182,13 @@ def test_a_rebuilt_folder_is_read_again_and_a_stale_export_refused(sample_builds
                              __import__("pyarrow").array(["Rewritten?", *questions[1:]]))
     pq.write_table(table, shard)
     manifest = json.loads((build / "histbench.json").read_text())
-    manifest["data_sha256"] = "f" * 64
+    # what a real rebuild with other rows records (a build is verified against its files before it is read)
+    from histbench.core.dataset import combined_sha256
+    from histbench.core.hashing import sha256_path
+
+    for output in manifest["outputs"]:
+        output["sha256"] = sha256_path(build / output["path"])
+    manifest["data_sha256"] = combined_sha256(manifest["outputs"])
     (build / "histbench.json").write_text(json.dumps(manifest))
     with pytest.raises(Exception, match="re-run `histbench export lm-eval`"):
         docs(first, "chronologic_en_likelihood")

@@ -58,6 +58,13 @@ def test_utf16_letter_is_read_like_utf8(tmp_path):
     ("empty.xml", b"", "the file is empty"),
     ("note.xml", b"<?xml version='1.0'?><letter><p>Caro amico</p></letter>", "not a TEI document: the root element is <letter>"),
     ("cut.xml", b'<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>Ricevo', "not well-formed XML"),
+    # issue 39, class 8: nesting the text walkers would recurse into (a RecursionError before)
+    ("deep.xml", ('<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>' + "<hi>" * 1500 + "x" + "</hi>" * 1500
+                  + "</p></body></text></TEI>").encode(), "nested more than 500 levels"),
+    # an entity the file uses but does not declare (an external DTD is never read): its words would be lost
+    ("entity.xml", b'<?xml version="1.0"?><!DOCTYPE TEI SYSTEM "http://example.invalid/tei.dtd">'
+                   b'<TEI xmlns="http://www.tei-c.org/ns/1.0"><text><body><p>perch&egrave;</p></body></text></TEI>',
+     "&egrave; is not declared in the file"),
 ])
 def test_damaged_letter_is_an_error_naming_it_or_skipped_and_counted(tmp_path, name, content, message):
     folder = _letters(tmp_path)
@@ -161,3 +168,40 @@ def test_cli_exits_2_with_one_line_naming_the_file_and_writes_nothing(tmp_path, 
     code = main(["build", "italian", "--classense", str(folder), "--out", str(tmp_path / "out"), "--classense-subset", "0",
                  "--skip-bad-files"])
     assert code == 0 and (tmp_path / "out" / "italian-1.0.0").is_dir()
+
+
+def test_internal_entities_are_expanded_never_dropped(tmp_path):
+    """issue 39, class 8: an entity a letter declares in its own DOCTYPE is expanded (it was
+    silently dropped, losing its words); marked-up text after it keeps the right offsets."""
+    folder = _letters(tmp_path)
+    (folder / "L2.xml").write_bytes(
+        b'<?xml version="1.0"?><!DOCTYPE TEI [<!ENTITY ab "Ricevo da"><!ENTITY both "&ab; ieri, &ab;">]>'
+        b'<TEI xmlns="http://www.tei-c.org/ns/1.0"><teiHeader><profileDesc><correspDesc><correspAction type="sent">'
+        b'<persName>Pietro Canneti</persName></correspAction></correspDesc></profileDesc></teiHeader>'
+        b'<text><body><p>&both; <placeName>Faenza</placeName> la nota.</p></body></text></TEI>')
+    out = build(tmp_path, {"classense": str(folder)}, classense_subset=0)
+    letter = {r["id"]: r for r in rows(out, "ner_classense")}["L2"]
+    assert letter["text"] == "Ricevo da ieri, Ricevo da Faenza la nota."
+    faenza = letter["entities"][0]
+    assert letter["text"][faenza["start"]:faenza["end"]] == "Faenza"
+
+
+@pytest.mark.parametrize("entities, message", [
+    ('<!ENTITY a "0123456789"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">', "expands to more than 100 characters"),
+    ('<!ENTITY a "x &nowhere;">', "refers to &nowhere;, which the file does not declare"),
+])
+def test_entity_expansion_is_measured_before_it_is_expanded(tmp_path, monkeypatch, entities, message):
+    """histbench's own guard, whatever libxml2's amplification check lets through: the
+    declared entities' expanded sizes are computed from the declarations first."""
+    from histbench.builders.italian import tei
+
+    monkeypatch.setattr(tei, "MAX_ENTITY_EXPANSION", 100)
+    path = tmp_path / "l.xml"
+    path.write_text(f'<?xml version="1.0"?><!DOCTYPE TEI SYSTEM "http://example.invalid/tei.dtd" [{entities}]><TEI><p>&b;</p></TEI>'.replace(
+        "<p>&b;</p>", "<p>&b;</p>" if "ENTITY b" in entities else "<p>&a;</p>"))
+    with pytest.raises(SourceError, match=message) as info:
+        tei.parse_xml(path)
+    assert "l.xml" in str(info.value) and "\n" not in str(info.value)
+    monkeypatch.setattr(tei, "MAX_ENTITY_EXPANSION", 1_000_000)
+    if "nowhere" not in entities:
+        assert tei.plain_text(tei.parse_xml(path).getroot()) == "0123456789" * 11
