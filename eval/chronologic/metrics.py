@@ -346,9 +346,11 @@ def _scipy_platt(x: np.ndarray, y: np.ndarray, weights: np.ndarray, maxiter: int
     return minimize(loss, x0=[1.0, 0.0], method="Nelder-Mead", options={"maxiter": maxiter, "maxfev": maxfun}).x
 
 
-#: |logit| below which q = sigmoid(logit) is never clipped to [1e-12, 1 - 1e-12] by the
-#: authors' objective (sigmoid(27) < 1 - 1.8e-12), so that the softplus form below holds there
-_UNCLIPPED_LOGIT = 27.0
+#: the logits z where _PlattObjective uses its softplus form: above -27, q = sigmoid(z) is
+#: never clipped to 1e-12 by the authors' objective; below 7, their log(1 - q) loses at most
+#: about 1e-13 (relative) to the cancellation in 1 - q, which grows as e^z (at z = 20 it is
+#: 1e-8, enough to reorder two nearly equal simplex values): beyond these, their formula
+_SOFTPLUS_LOGITS = (-27.0, 7.0)
 
 
 class _PlattObjective:
@@ -357,7 +359,7 @@ class _PlattObjective:
     Options sharing one x are merged (their weighted targets added: W1 = sum w y, W0 = sum
     w (1 - y) per distinct x; the random baseline's options all share x = 0, so its fits
     become sums over one point). Where every logit z = a x + b lies inside
-    +-_UNCLIPPED_LOGIT, the objective -sum w (y log q + (1 - y) log(1 - q)) equals
+    _SOFTPLUS_LOGITS, the objective -sum w (y log q + (1 - y) log(1 - q)) equals
     sum (W1 + W0) softplus(-z) + a sum W0 x + b sum W0 (log q = -softplus(-z),
     log(1 - q) = log q - z): one exp and one log1p per distinct x instead of an exp and two
     logs per option. Elsewhere the clipped formula of `_platt_nll` is used on the merged
@@ -385,7 +387,8 @@ class _PlattObjective:
     def __call__(self, rows: np.ndarray, params: np.ndarray) -> np.ndarray:
         a, b = params[:, 0], params[:, 1]
         ends = np.stack([a * self.low + b, a * self.high + b])
-        safe = np.abs(ends).max(axis=0) < _UNCLIPPED_LOGIT
+        low, high = _SOFTPLUS_LOGITS
+        safe = (ends.min(axis=0) > low) & (ends.max(axis=0) < high)
         if safe.all():
             return self._softplus(rows, a, b)
         out = np.empty(len(rows))
