@@ -520,8 +520,10 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
     return out
 
 
-#: (resample, option) cells per chunk of aggregate's Platt fits (memory: a few arrays of this many floats)
-RESAMPLE_CELLS = 2_000_000
+#: (resample, distinct x) cells per chunk of aggregate's Platt fits, and (resample, option)
+#: cells at most (memory: a few arrays of this many floats)
+RESAMPLE_CELLS = 200_000
+RESAMPLE_OPTION_CELLS = 4_000_000
 
 #: how calibrated_brier fits the Platt models
 PLATT_FITS = {"newton": fit_platt, "nelder-mead": fit_platt_nelder_mead}
@@ -604,9 +606,12 @@ def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: in
     counts = bootstrap_counts(n, n_resamples, seed).astype(float)
     table = OptionTable.of(scores)
     full_brier = calibrated_brier(table, np.ones((1, n)), platt_fit)[0]
-    # resamples fitted together in chunks of about RESAMPLE_CELLS (resample, option) cells:
-    # fewer chunks, fewer passes of the batched Nelder-Mead's per-iteration bookkeeping
-    chunk = max(100, RESAMPLE_CELLS // max(1, len(table.x)))
+    # resamples fitted together in chunks of about RESAMPLE_CELLS (resample, distinct x)
+    # cells, the size of the merged objective's arrays (larger ones leave the cache), and at
+    # most RESAMPLE_OPTION_CELLS (resample, option) cells: fewer chunks, fewer passes of the
+    # batched Nelder-Mead's per-iteration bookkeeping (the random baseline: one chunk)
+    distinct = len(np.unique(table.x))
+    chunk = max(100, min(RESAMPLE_CELLS // distinct, RESAMPLE_OPTION_CELLS // len(table.x)))
     resampled_brier = np.concatenate([calibrated_brier(table, counts[i : i + chunk], platt_fit)
                                       for i in range(0, n_resamples, chunk)])
     tail = (1.0 - level) / 2.0 * 100.0
