@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--harness-batch-size", type=int, default=8, help="HFLM: requests per pass")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-harness", action="store_true")
+    parser.add_argument("--pad-shares", default="",
+                        help="also time histbench with these PAD_SHARE values (most padding per answer row in a pass; "
+                             "the engine's is histbench.core.likelihood.PAD_SHARE), e.g. 0.05,0")
     args = parser.parse_args(argv)
 
     import torch
@@ -176,6 +179,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"floor token budget: {best[0]} (least CPU of {args.budgets} in an untimed round)")
     scorers["floor"] = floor_at(best[0])
     scorers["histbench"] = histbench_scorer
+    from histbench.core import likelihood as engine
+
+    def with_pad_share(share):
+        def run():
+            kept, engine.PAD_SHARE = engine.PAD_SHARE, share
+            try:
+                return histbench_scorer()
+            finally:
+                engine.PAD_SHARE = kept
+        return run
+
+    for share in [float(v) for v in args.pad_shares.split(",") if v.strip()]:
+        scorers[f"histbench PAD_SHARE={share:g}"] = with_pad_share(share)
     if not args.no_harness:
         try:
             from lm_eval.api.instance import Instance
@@ -204,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         wall = [w for w, _ in times[name]]
         over = [c / f for (_, c), (_, f) in zip(times[name], times["floor"], strict=True)]
         diff = max(abs(a - b) for a, b in zip(values[name], values["floor"], strict=True))
-        print(f"{name:9s} CPU {spread(cpu)} s, wall {spread(wall)} s, CPU / floor's {spread(over)}x, "
+        print(f"{name} CPU {spread(cpu)} s, wall {spread(wall)} s, CPU / floor's {spread(over)}x, "
               f"positions {positions[name]} ({positions[name] / needed:.3f}x the floor's), "
               f"max |loglik - floor| {diff:.1e}")
     print("(min/median/max over the rounds; 'CPU / floor's' pairs each run with the floor's run of the same round)")
