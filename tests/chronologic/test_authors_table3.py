@@ -104,3 +104,26 @@ def test_random_choice_row():
     assert ours["acc"]["overall"]["estimate"] == pytest.approx(np.mean([1 / len(q["loglik"]) for q in questions]))
     assert ours["acc_any"]["overall"]["estimate"] == pytest.approx(
         np.mean([sum(p == 1.0 for p in q["answer_probabilities"]) / len(q["loglik"]) for q in questions]))
+
+
+AUTHORS_400 = json.loads((DATA / "authors_table3_400.json").read_text(encoding="utf-8"))
+
+
+def _repeated(copies: int) -> list[dict]:
+    return _questions() * copies
+
+
+def test_random_baseline_at_400_questions_equals_the_authors_code():
+    """Issue 45: the random baseline's Table 3 Brier at 400 questions (the sample repeated 4
+    times, 1000 resamples), where every option shares x = 0 and the merged objective sums
+    one point per fit: the authors' own figures within 1e-9."""
+    ours = aggregate([random_choice_score(q) for q in _repeated(4)], n_resamples=1000, seed=0)
+    assert _compare(ours, AUTHORS_400["random_choice"], metrics=("brier",)) <= 1e-9
+
+
+@pytest.mark.slow
+def test_model_at_400_questions_equals_the_authors_code():
+    """The same at 400 questions for SmolLM2's log-likelihoods (each x four times: merged)."""
+    scores = [score_question(q, q["loglik"], q["n_tokens"]) for q in _repeated(4)]
+    ours = aggregate(scores, n_resamples=1000, seed=0)
+    assert _compare(ours, AUTHORS_400["model"]) <= 1e-9

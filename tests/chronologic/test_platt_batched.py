@@ -66,3 +66,30 @@ def test_equals_scipy_on_the_chronologic_sample():
     x = rng.normal(-3.0, 1.0, len(y))
     w = rng.poisson(1.0, size=(40, len(y))).astype(float)
     assert np.array_equal(fit_platt_nelder_mead(x, y, w), scipy_one_at_a_time(x, y, w))
+
+
+def test_merged_objective_is_the_authors_up_to_rounding():
+    """_PlattObjective (options merged over equal x, softplus form inside |z| < 27, the
+    clipped formula outside) against _platt_nll, the authors' objective, at parameters that
+    reach far into the clipped region."""
+    from histbench.eval.chronologic.metrics import _platt_nll, _PlattObjective
+
+    rng = np.random.default_rng(7)
+    x = np.round(rng.normal(-3.0, 2.0, 300), 1)     # many equal x: merged
+    y = rng.choice([0.0, 0.5, 1.0], 300)
+    w = rng.poisson(1.0, size=(50, 300)).astype(float)
+    params = np.column_stack([rng.normal(0.0, 5.0, 50), rng.normal(0.0, 20.0, 50)])
+    params[:10] = np.column_stack([rng.normal(0.5, 0.2, 10), rng.normal(0.0, 1.0, 10)])   # fitted-like
+    objective = _PlattObjective(x, y, w)
+    assert len(objective.x) < 100
+    want = _platt_nll(x, y, w, params)
+    got = objective(np.arange(50), params)
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+    z = params[:, :1] * x + params[:, 1:]
+    outside = (z.min(axis=1) <= -27) | (z.max(axis=1) >= 7)
+    assert outside.any() and (~outside).any()
+
+
+def test_authors_objective_option_is_the_reference_loop():
+    x, y, w = _case(5, options=40, resamples=20)
+    assert np.array_equal(fit_platt_nelder_mead(x, y, w, objective="authors"), scipy_one_at_a_time(x, y, w))

@@ -248,3 +248,20 @@ def test_report_dataset_refuses_runs_of_another_build(sample_builds, monkeypatch
     err = capsys.readouterr().err
     assert "was made on build data" in err and "runs/cl" in err
     assert not Path("reports/other").exists()
+
+
+def test_top_level_help_is_the_full_parsers_without_importing_a_builder():
+    """`histbench --help` uses the shallow parser (issue 45: no builder imported); its text
+    must stay the full parser's word for word, command order included."""
+    import subprocess
+    import sys
+
+    from histbench.cli import shallow_parser
+
+    assert shallow_parser().format_help() == make_parser().format_help()
+    code = ("import sys; from histbench.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('histbench.builders.') and m.count('.') >= 3))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "usage: histbench" in out
+    assert out.strip().splitlines()[-1] == "[]", out.strip().splitlines()[-1]

@@ -113,3 +113,24 @@ def test_a_long_run_measures_again_between_batches(monkeypatch):
         assert fixed.check() is None  # a number is applied once
     finally:
         torch.set_num_threads(before)
+
+
+def test_run_json_records_the_threads_chosen_and_why(tiny_causal_lm, tmp_path):
+    """Issue 45: run.json said `threads: auto`; it now records the number torch ran with and
+    the reason, beside the option as given."""
+    import json
+
+    torch = pytest.importorskip("torch")
+    from histbench.core.backends import LoglikelihoodRequest, load_backend
+    from histbench.core.runstore import RunStore
+
+    before = torch.get_num_threads()
+    try:
+        backend = load_backend(f"hf:{tiny_causal_lm}", {"device": "cpu", "threads": 1})
+        assert "threads" not in backend.identity()   # nothing chosen before the model loads
+        RunStore.open(tmp_path / "run", backend=backend).run([LoglikelihoodRequest(context="a b", continuation=" c")])
+        info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+        assert info["backend"]["threads"] == {"chosen": 1, "why": "threads=1 (option)"}
+        assert info["backend"]["options"]["threads"] == 1
+    finally:
+        torch.set_num_threads(before)

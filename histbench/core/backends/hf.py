@@ -212,6 +212,10 @@ class HFBackend(Backend):
         ident = super().identity()
         ident.update({"task": self.task, "device": self.device, "dtype": self.dtype_name})
         ident["options"]["dtype"] = self.dtype_name
+        if self.threads_info is not None:
+            # the number of torch threads the threads option chose and why (run.json records
+            # it with the first answer, after the model loaded, and again when a session ends)
+            ident["threads"] = {"chosen": self.threads_info["threads"], "why": self.threads_info["why"]}
         return ident
 
     def key_identity(self) -> dict:
