@@ -126,9 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--harness-batch-size", type=int, default=8, help="HFLM: requests per pass")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-harness", action="store_true")
-    parser.add_argument("--pad-shares", default="",
-                        help="also time histbench with these PAD_SHARE values (most padding per answer row in a pass; "
-                             "the engine's is histbench.core.likelihood.PAD_SHARE), e.g. 0.05,0")
+    parser.add_argument("--engine-budgets", default="",
+                        help="also time histbench with these token budgets (its token_budget option; default 2048), "
+                             "e.g. 512,1024,4096")
+    parser.add_argument("--before", action="store_true",
+                        help="also time the engine's previous computation (each context's key/value cache shared "
+                             "by padded answer passes, kept as the fallback where packing does not apply) and print "
+                             "how far the packed log-likelihoods are from it")
     args = parser.parse_args(argv)
 
     import torch
@@ -166,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     def floor_at(budget):
         return lambda: packed_floor(model, per_question, budget)
 
-    def histbench_scorer():
-        return [r.logprob for r in loglikelihood(model, tokenizer, requests)]
+    def histbench_scorer(**options):
+        return lambda: [r.logprob for r in loglikelihood(model, tokenizer, requests, **options)]
 
     scorers = {}
     reference, best = None, None
@@ -178,20 +182,20 @@ def main(argv: list[str] | None = None) -> int:
             best = (budget, cpu)
     print(f"floor token budget: {best[0]} (least CPU of {args.budgets} in an untimed round)")
     scorers["floor"] = floor_at(best[0])
-    scorers["histbench"] = histbench_scorer
-    from histbench.core import likelihood as engine
+    scorers["histbench"] = histbench_scorer()
+    for budget in [int(v) for v in args.engine_budgets.split(",") if v.strip()]:
+        scorers[f"histbench token_budget={budget}"] = histbench_scorer(token_budget=budget)
+    if args.before:
+        from histbench.core import likelihood as engine
 
-    def with_pad_share(share):
-        def run():
-            kept, engine.PAD_SHARE = engine.PAD_SHARE, share
+        def before():
+            kept, engine._packs = engine._packs, lambda model: False
             try:
-                return histbench_scorer()
+                return histbench_scorer()()
             finally:
-                engine.PAD_SHARE = kept
-        return run
+                engine._packs = kept
 
-    for share in [float(v) for v in args.pad_shares.split(",") if v.strip()]:
-        scorers[f"histbench PAD_SHARE={share:g}"] = with_pad_share(share)
+        scorers["histbench before (cached, padded)"] = before
     if not args.no_harness:
         try:
             from lm_eval.api.instance import Instance
@@ -204,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             scorers["HFLM"] = lambda: [float(lp) for lp, _ in lm.loglikelihood(instances, disable_tqdm=True)]
         except ImportError:
             print("lm_eval is not importable: HFLM left out")
-    histbench_scorer()   # first-call overheads out of the timed rounds
+    scorers["histbench"]()   # first-call overheads out of the timed rounds
     times = {name: [] for name in scorers}
     positions = {}
     values = {}
@@ -220,9 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         wall = [w for w, _ in times[name]]
         over = [c / f for (_, c), (_, f) in zip(times[name], times["floor"], strict=True)]
         diff = max(abs(a - b) for a, b in zip(values[name], values["floor"], strict=True))
+        if "histbench before (cached, padded)" in values and name.startswith("histbench"):
+            before_diff = max(abs(a - b) for a, b in zip(values[name], values["histbench before (cached, padded)"],
+                                                          strict=True))
+            diff_note = f", max |loglik - before| {before_diff:.1e}"
+        else:
+            diff_note = ""
         print(f"{name} CPU {spread(cpu)} s, wall {spread(wall)} s, CPU / floor's {spread(over)}x, "
               f"positions {positions[name]} ({positions[name] / needed:.3f}x the floor's), "
-              f"max |loglik - floor| {diff:.1e}")
+              f"max |loglik - floor| {diff:.1e}{diff_note}")
     print("(min/median/max over the rounds; 'CPU / floor's' pairs each run with the floor's run of the same round)")
     del reference
     return 0

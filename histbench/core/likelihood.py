@@ -194,6 +194,19 @@ def _forward_names(model: Any) -> tuple[str, bool]:
     return cache_arg, "logits_to_keep" in params
 
 
+#: attention implementations that apply a 4D mask as given
+_MASKED_ATTENTION = ("sdpa", "eager")
+
+
+def _packs(model: Any) -> bool:
+    """Whether the packed computation applies: the forward takes position ids and
+    logits_to_keep (row indices), and the attention applies a custom 4D mask as given
+    (sdpa or eager; flash attention, for one, does not take one)."""
+    params = inspect.signature(model.forward).parameters
+    attention = getattr(model.config, "_attn_implementation", None) or "eager"
+    return "position_ids" in params and "logits_to_keep" in params and attention in _MASKED_ATTENTION
+
+
 def _output_cache(output: Any) -> Any:
     cache = getattr(output, "cache", None)
     return cache if cache is not None else getattr(output, "past_key_values", None)
@@ -210,6 +223,18 @@ def _select_cache(cache: Any, index: Any) -> Any:
                 setattr(new, attr, list(getattr(cache, attr)))
     new.batch_select_indices(index)
     return new
+
+
+def _score_flat(logits: Any, targets: Any, starts: Sequence[int], lengths: Sequence[int]) -> list[tuple[float, bool]]:
+    """_score_rows for scored rows laid end to end: item k is rows starts[k]..+lengths[k]."""
+    import torch
+
+    if logits.dtype != torch.float64:
+        logits = logits.float()
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logprobs = (picked - torch.logsumexp(logits, dim=-1)).double().tolist()
+    greedy = (logits.argmax(dim=-1) == targets).tolist()
+    return [(math.fsum(logprobs[s : s + n]), all(greedy[s : s + n])) for s, n in zip(starts, lengths, strict=True)]
 
 
 def _score_rows(logits: Any, targets: Any, lengths: Sequence[int]) -> list[tuple[float, bool]]:
@@ -249,6 +274,8 @@ class PrefixSharedScorer:
         self.cache_arg, self.has_logits_to_keep = _forward_names(model)
         window = getattr(model.config, "sliding_window", None)
         self.sliding_window = window if isinstance(window, int) and window > 0 else None
+        self.dtype = next(model.parameters()).dtype
+        self.packed = _packs(model)
 
     def score(self, encoded: Sequence[Encoded]) -> list[tuple[float, bool]]:
         """(logprob, is_greedy) per encoded pair, in order."""
@@ -272,9 +299,80 @@ class PrefixSharedScorer:
                 # Padded rows and a window that drops old keys do not mix: score these plainly.
                 flat = [i for _, idx in chunk for i in idx]
                 yield flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size)
+            elif self.packed:
+                pairs = self._score_packed(chunk, encoded)
+                yield [i for i, _ in pairs], [value for _, value in pairs]
             else:
                 pairs = self._score_chunk(chunk, encoded)
                 yield [i for i, _ in pairs], [value for _, value in pairs]
+
+    def _score_packed(self, chunk, encoded):
+        """The chunk's questions packed into passes of at most `token_budget` tokens (a
+        question longer than that alone): each question its context, then every
+        continuation but its last token; a 4D mask lets a continuation see its context and
+        itself only; position ids restart after the context for each continuation; the
+        output layer runs on the scored rows only (the context's last token, read once for
+        every continuation, and the continuations' own tokens)."""
+        blocks = []  # (tokens, scored: [(request index, rows in the block, targets)])
+        for ctx, idx in chunk:
+            tokens = list(ctx)
+            scored = []
+            for i in idx:
+                cont = encoded[i].continuation
+                start = len(tokens)
+                tokens += cont[:-1]
+                scored.append((i, [len(ctx) - 1, *range(start, start + len(cont) - 1)], cont))
+            blocks.append((len(ctx), tokens, scored))
+        out = []
+        start = 0
+        while start < len(blocks):
+            end, width = start, 0
+            while end < len(blocks) and (end == start or width + len(blocks[end][1]) <= self.token_budget):
+                width += len(blocks[end][1])
+                end += 1
+            out += self._packed_pass(blocks[start:end], width)
+            start = end
+        return out
+
+    def _packed_pass(self, blocks, width):
+        import torch
+
+        ids, positions, question, answer = [], [], [], []
+        rows, targets, owners = [], [], []
+        offset = 0
+        for q, (ctx_len, tokens, scored) in enumerate(blocks):
+            ids += tokens
+            positions += range(ctx_len)
+            question += [q] * len(tokens)
+            answer += [-1] * ctx_len
+            for a, (i, block_rows, cont) in enumerate(scored):
+                positions += range(ctx_len, ctx_len + len(cont) - 1)
+                answer += [a] * (len(cont) - 1)
+                rows += [offset + r for r in block_rows]
+                targets += cont
+                owners.append((i, len(cont)))
+            offset += len(tokens)
+        question_t, answer_t = torch.tensor(question), torch.tensor(answer)
+        # row i sees column j: same question, j <= i, and j is context or i's own continuation
+        allowed = (question_t[:, None] == question_t[None, :]) & torch.ones((width, width), dtype=torch.bool).tril()
+        allowed &= (answer_t[None, :] == -1) | (answer_t[:, None] == answer_t[None, :])
+        mask = torch.zeros((1, 1, width, width), dtype=self.dtype)
+        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        device = self.device
+        with torch.inference_mode():
+            logits = self.model(
+                input_ids=torch.tensor([ids], device=device),
+                position_ids=torch.tensor([positions], device=device),
+                attention_mask=mask.to(device),
+                use_cache=False,
+                logits_to_keep=torch.tensor(rows, device=device),
+            ).logits[0]
+        lengths = [n for _, n in owners]
+        starts = [0]
+        for n in lengths[:-1]:
+            starts.append(starts[-1] + n)
+        scored = _score_flat(logits, torch.tensor(targets, device=device), starts, lengths)
+        return [(i, value) for (i, _), value in zip(owners, scored, strict=True)]
 
     def _score_chunk(self, chunk, encoded):
         import torch
