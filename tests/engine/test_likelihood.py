@@ -281,3 +281,50 @@ def test_in_float64_the_batched_scores_are_the_unpadded_ones_exactly(tiny, metho
     results = loglikelihood(model64, tokenizer, MIXED, method=method, batch_size=batch_size, token_budget=token_budget)
     worst = max(abs(r.logprob - reference(model64, tokenizer, q)[0]) for q, r in zip(MIXED, results, strict=True))
     assert worst <= 1e-10
+
+
+@pytest.mark.parametrize(("batch_size", "token_budget"), [(8, 2048), (3, 40), (1, 1)])
+def test_packed_passes_feed_each_position_once_and_score_only_answer_rows(tiny, batch_size, token_budget):
+    """Issue 45: the packed computation feeds the model each context once and each
+    continuation but its last token once (no padding, no repeated context token), and
+    the output layer sees only the scored rows (one per continuation token)."""
+    from histbench.core import likelihood as engine
+
+    model, tokenizer = tiny
+    assert engine._packs(model)
+    encoded = encode_requests(tokenizer, MIXED, max_length=model_max_length(model, tokenizer))
+    contexts = {e.context for e in encoded}
+    needed = sum(len(c) for c in contexts) + sum(len(e.continuation) - 1 for e in encoded)
+    fed, head_rows = [], []
+    hooks = [
+        model.register_forward_pre_hook(lambda m, a, k: fed.append(k["input_ids"].numel()), with_kwargs=True),
+        model.get_output_embeddings().register_forward_pre_hook(lambda m, a: head_rows.append(a[0].shape[:-1].numel())),
+    ]
+    try:
+        results = loglikelihood(model, tokenizer, MIXED, batch_size=batch_size, token_budget=token_budget)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert sum(fed) == needed
+    assert sum(head_rows) == sum(r.n_tokens for r in results)
+    for request, result in zip(MIXED, results, strict=True):
+        assert abs(result.logprob - reference(model, tokenizer, request)[0]) <= TOL, request
+
+
+@pytest.mark.parametrize(("batch_size", "token_budget"), [(8, 2048), (3, 40), (1, 1)])
+def test_the_cached_fallback_equals_the_full_sequence_computation(tiny, monkeypatch, batch_size, token_budget):
+    """Where packing does not apply (an attention that takes no custom 4D mask, a forward
+    without logits_to_keep), each context's cache is shared by padded continuation passes:
+    the same numbers (1e-10 in float64, TOL in float32)."""
+    import copy
+
+    from histbench.core import likelihood as engine
+
+    monkeypatch.setattr(engine, "_packs", lambda model: False)
+    model, tokenizer = tiny
+    for dtype_model, bound in ((model, TOL), (copy.deepcopy(model).double(), 1e-10)):
+        results = loglikelihood(dtype_model, tokenizer, MIXED, batch_size=batch_size, token_budget=token_budget)
+        for request, result in zip(MIXED, results, strict=True):
+            logprob, n_tokens, greedy, truncated = reference(dtype_model, tokenizer, request)
+            assert abs(result.logprob - logprob) <= bound, request
+            assert (result.n_tokens, result.is_greedy, result.truncated) == (n_tokens, greedy, truncated)
