@@ -35,13 +35,21 @@ word absorbs (BPE and SentencePiece tokenizers), that first token is then read a
 and not scored; a continuation left with no token scores 0.0 over 0 tokens (their
 sentinel). Never the default: it is there to reproduce their published numbers.
 
-Computation (method "prefix"): for each batch of distinct contexts, run all but the last
-context token once (right-padded batch, cache kept); then for each continuation run
-[last context token] + continuation[:-1] on top of its context's cached state (rows
-selected from the batch cache, attention mask covering the real context tokens, positions
-continuing after them) and read the continuation tokens' log-probabilities from those
-logits. The result equals the full-sequence computation (method "naive", which is what
-the harness does) up to float rounding; tests/engine/test_likelihood.py pins 1e-4.
+Computation (method "prefix"): each question (a distinct context with its continuations)
+is one packed block: the context's tokens, then each continuation but its last token.
+A 4D attention mask lets each continuation see its context and itself only, its position
+ids restart after the context, and blocks of several questions share one pass (a
+block-diagonal mask, at most `token_budget` tokens a pass; a longer question alone). The
+output layer runs only on the scored rows (logits_to_keep): the context's last token,
+read once for all of its continuations, and the continuations' own tokens. Every position
+the result needs is computed once: no padding, no copy of a cache. Where the model cannot
+take this (an attention that ignores a custom 4D mask, such as flash attention, or a
+forward without position ids or logits_to_keep), the earlier computation runs: all but
+the last context token once per batch of contexts (right-padded, cache kept), then
+[last context token] + continuation[:-1] on top of each context's cached rows. Both equal
+the full-sequence computation (method "naive", which is what the harness does) up to
+float rounding; tests/engine/test_likelihood.py pins 1e-5 on its tiny model in float32
+and 1e-10 in float64.
 """
 
 from __future__ import annotations
@@ -261,9 +269,10 @@ def _score_rows(logits: Any, targets: Any, lengths: Sequence[int]) -> list[tuple
 class PrefixSharedScorer:
     """Log-likelihoods of (context, continuation) token pairs, one model pass per context.
 
-    batch_size: distinct contexts per forward pass; token_budget: most (rows x padded
-    length) positions in one continuation pass (bounds the logits' memory:
-    token_budget x vocabulary x 4 bytes).
+    batch_size: distinct contexts scored (and yielded) together; token_budget: most tokens
+    in one packed pass (bounds the logits' memory, token_budget x vocabulary x 4 bytes, and
+    the mask's, token_budget squared); in the cached fallback, most (rows x padded length)
+    positions in one continuation pass.
     """
 
     def __init__(self, model: Any, *, batch_size: int = 8, token_budget: int = 2048, device: Any = None) -> None:
