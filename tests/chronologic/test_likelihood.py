@@ -185,3 +185,17 @@ def test_authors_tokenisation_is_the_default_and_harness_an_option(sample_build,
     assert "tokenisation=authors" in results["authors"]["signature"]["text"]
     records = [json.loads(line) for line in (tmp_path / "authors" / "records.jsonl").read_text().splitlines()]
     assert {r["request"].get("boundary") for r in records} == {"context-length"}
+
+
+def test_published_table3_is_on_by_default_and_can_be_left_out(sample_build, tmp_path, capsys):
+    """Issue 43, item 3: the paper's Table 3 rows stand beside a run without asking for them."""
+    from histbench.cli import main
+
+    evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--out", str(tmp_path / "report")]) == 0
+    out = capsys.readouterr().out
+    assert "| Talkie 1930 base | 0.1574 [0.1551, 0.1596] |" in out and "| published |" in out
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--no-published-table3",
+                 "--out", str(tmp_path / "report2")]) == 0
+    out = capsys.readouterr().out
+    assert "Talkie 1930 base" not in out and "random choice" in out
