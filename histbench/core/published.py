@@ -158,17 +158,21 @@ def published_markdown(benchmark: str, number: int, run_models=(), *, tables=Non
         paper_model = aliases.canonical(model)
         runs = matched.get(paper_model)
         source = f"paper; your run {', '.join(runs)}" if runs else "paper (reference)"
-        line = {"Model": model, "Source": source}
+        line = {"Source": source, "Model": model}
         if has_row:
             line["Row"] = row_label
         line.update(cells)
         lines.append((0 if runs else 1, line))
     lines.sort(key=lambda x: x[0])
-    header = ["Model", "Source"] + (["Row"] if has_row else []) + columns
+    # "Source" first: a report links a row whose first cell is a run's label to that run's items,
+    # and a paper row is no run's
+    header = ["Source", "Model"] + (["Row"] if has_row else []) + columns
     units = sorted({r["unit"] for r in table.rows})
-    intro = (f"**The paper's Table {table.number}** ({table.section}; units: {', '.join(units)}). "
+    intro = (f"The paper's own figures for its Table {table.number} (units: {', '.join(units)}). "
              + ("Rows marked \"your run\" are the paper's figures for the model a run names (matched by the "
                 "declared aliases); the others are reference rows."
                 if matched else "No run names one of the paper's models, so its rows are shown for reference."))
-    return intro + "\n\n" + markdown_table([line for _, line in lines], header, "ll" + ("l" if has_row else "")
-                                           + "r" * len(columns))
+    # a bold line just above the table names it: the report site makes it the table's caption panel
+    title = f"**The paper's Table {table.number} ({table.section})**"
+    return (intro + "\n\n" + title + "\n\n"
+            + markdown_table([line for _, line in lines], header, "ll" + ("l" if has_row else "") + "r" * len(columns)))

@@ -137,12 +137,12 @@ def test_matching_only_through_declared_names():
 def test_markdown_puts_the_matched_model_first_and_the_rest_as_reference():
     md = published_markdown("mher", 4, ["Qwen/Qwen3-8B", "some-other-model"])
     body = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert body[0].startswith("| Qwen3-8B | paper; your run Qwen/Qwen3-8B | 75.0 | 87.96 | +12.96 | 2.78 | 23.15 | 23 | 9 |")
-    assert [line.split(" | ")[1] for line in body[1:]] == ["paper (reference)"] * 4
+    assert body[0].startswith("| paper; your run Qwen/Qwen3-8B | Qwen3-8B | 75.0 | 87.96 | +12.96 | 2.78 | 23.15 | 23 | 9 |")
+    assert [line.split(" | ")[0] for line in body[1:]] == ["| paper (reference)"] * 4
     assert "some-other-model" not in md
     reference = published_markdown("chronoculture", 13, [])
     assert "No run names one of the paper's models" in reference
-    assert "| Llama-3.3-70B | paper (reference) | 64.5 | 26.2 | 9.2 |" in reference
+    assert "| paper (reference) | Llama-3.3-70B | 64.5 | 26.2 | 9.2 |" in reference
     assert published_markdown("chronoculture", 7, []) == ""   # Table 7 has no published model figures shipped
 
 
@@ -150,3 +150,14 @@ def test_a_run_name_with_markdown_is_escaped():
     aliases = Aliases({"Qwen3-8B": ["Qwen3-8B", "a|b/Qwen3-8B"]})
     md = published_markdown("mher", 3, ["a|b/Qwen3-8B"], aliases=aliases)
     assert "your run a\\|b/Qwen3-8B" in md
+
+
+def test_on_a_report_page_the_papers_table_is_captioned_as_the_papers():
+    from histbench.eval.report import markdown_to_html
+
+    ours = "### Table 13. Behaviour on stable pairs (%)\n\n| Model | preserves |\n| --- | ---: |\n| Llama-3.3-70B | 50.0 |\n\n"
+    html = markdown_to_html(ours + published_markdown("chronoculture", 13, ["Llama-3.3-70B"]), "ChronoCulture")
+    assert ("<caption>Table 13. Behaviour on stable pairs (%): The paper's Table 13 (D.3 Stability Preservation "
+            "and False Drift)</caption>") in html
+    assert html.count("<caption>") == 1   # ours is labelled by its heading, the paper's by the caption
+    assert "<td>paper; your run Llama-3.3-70B</td>" in html

@@ -225,6 +225,6 @@ def test_the_papers_rows_follow_a_named_model_and_only_on_test():
 
     text = _published(3, ["hf:Qwen/Qwen3-8B", None, {"not": "a name"}], "test")
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert rows[0] == "| Qwen3-8B | paper; your run hf:Qwen/Qwen3-8B | 67.09 | 0.671 | 0.0 | 67.09 |"
-    assert [r.split(" | ")[0] for r in rows[1:]] == ["| GPT-5.6 Terra", "| GPT-5.6 Luna", "| GPT-5.6 Sol", "| Gemini 3.7 Flash"]
+    assert rows[0] == "| paper; your run hf:Qwen/Qwen3-8B | Qwen3-8B | 67.09 | 0.671 | 0.0 | 67.09 |"
+    assert [r.split(" | ")[1] for r in rows[1:]] == ["GPT-5.6 Terra", "GPT-5.6 Luna", "GPT-5.6 Sol", "Gemini 3.7 Flash"]
     assert _published(4, ["hf:Qwen/Qwen3-8B"], "dev") == ""    # the paper's numbers are TEST numbers
