@@ -15,8 +15,14 @@ import pytest
 import yaml
 
 from histbench.core.errors import SchemaError
-from histbench.core.published import (Aliases, load_aliases, load_table, load_tables, published_dir,
-                                      published_markdown)
+from histbench.core.published import (
+    Aliases,
+    load_aliases,
+    load_table,
+    load_tables,
+    published_dir,
+    published_markdown,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"
