@@ -167,3 +167,17 @@ def test_on_a_report_page_the_papers_table_is_captioned_as_the_papers():
             "and False Drift)</caption>") in html
     assert html.count("<caption>") == 1   # ours is labelled by its heading, the paper's by the caption
     assert "<td>paper; your run Llama-3.3-70B</td>" in html
+
+
+@pytest.mark.parametrize("benchmark", sorted(EXPECTED))
+def test_captions_and_notes_are_our_words(benchmark):
+    """The numbers carry over, the prose does not: no seven words in a row of a caption or note
+    are the paper's (digits aside: a note may quote how a row of numbers is printed)."""
+    def shingles(text: str) -> set[tuple[str, ...]]:
+        words = [w for w in re.findall(r"[a-z]+", text.lower())]
+        return {tuple(words[i:i + 7]) for i in range(len(words) - 6)}
+
+    paper = shingles("\n".join(_paper_lines(benchmark)))
+    for table in load_tables(benchmark).values():
+        for text in (table.caption, table.notes or ""):
+            assert not shingles(text) & paper, (table.number, text)
