@@ -565,6 +565,16 @@ def method_notes(entries: list[Entry]) -> list[str]:
     return lines
 
 
+def _published(number: int, entries: list[Entry]) -> list[str]:
+    """The paper's own Table `number` beside ours (issue 43): the model a run names, matched only by
+    the declared aliases of sources/chronoculture/published/aliases.yaml, first; [] when none ships."""
+    from histbench.core.published import published_markdown
+
+    names = [n for e in entries if e.is_model for n in (e.preds.info.get("model"), e.label) if isinstance(n, str)]
+    text = published_markdown("chronoculture", number, names)
+    return ["", text] if text else []
+
+
 def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_prefix: str = "", h: str = "###",
                 example_limit: int = 6, min_pairs: int = MIN_PAIRS) -> list[Part]:
     """Every section of the report as Markdown (sub-headings at level `h`) with its numbers and figures.
@@ -609,11 +619,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "References (C.1) under each model: `uniform` (equal shares for every option) and `static` (the model's "
           "undated answer for both years), on the model's own analysed pairs.", "",
           "**Both periods accurate**", "", table8(entries, "both"), "", "**Older only**", "", table8(entries, "older_only"),
-          "", "**Newer only**", "", table8(entries, "newer_only"), "",
+          "", "**Newer only**", "", table8(entries, "newer_only"), *_published(8, entries), "",
           _img(f5, link_prefix, "Figure 5. Both periods (a) and one period only (b) within tau = 0.10, by human shift"),
           "", f"{h} Table 9. Accuracy at each tolerance (C.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table9(e.analysis)]
+    md += _published(9, entries)
     figures = [f5]
     for e in shown:
         path = fig.period_error_figure(e.analysis, figure_dir)
@@ -629,6 +640,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     md = [ci_note, "", "Which gold distribution each prediction is closer to, for pairs with a moderate or larger "
           "shift (zero model shift included). Distances equal within 1e-12 count as a tie.", "",
           f"{h} Table 10. Temporal alignment (%)", "", table10a(entries), "", "**All shifted pairs**", "", table10b(entries),
+          *_published(10, entries),
           "", _img(f6, link_prefix, "Figure 6. Temporal alignment of the two predictions, shifted pairs")]
     parts.append(Part("RF1: temporal alignment (C.3, Table 10, Figure 6)", "\n".join(md),
                       {e.label: _cells(e.analysis, "align.default") for e in entries}, [f6]))
@@ -640,11 +652,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "**Zero model shift (identical predictions, %)**", "", table11(entries, "zero_shift"), "",
           "**Median ratio r = d_m / d_h (pairs with nonzero model shift)**", "", table11(entries, "median_ratio"), "",
           "**Median cosine of the cumulative change vectors (pairs with nonzero model shift)**", "",
-          table11(entries, "median_cosine"), "",
+          table11(entries, "median_cosine"), *_published(11, entries), "",
           _img(f7, link_prefix, "Figure 7. Identical predictions (a), median ratio r (b) and median cosine (c) by human shift"),
           "", f"{h} Table 12. Median ratio with and without identical predictions (D.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table12(e.analysis)]
+    md += _published(12, entries)
     md += ["", _img(f15, link_prefix, "Figure 15. Human shift d_h and model shift d_m per temporal pair") if f15 else no_model]
     parts.append(Part("RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf2.default") for e in entries}, [f7] + ([f15] if f15 else [])))
@@ -652,9 +665,10 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     # Stable pairs
     md = [ci_note, "", "Stable pairs (d_h <= 0.03): the model preserves stability when d_m <= 0.03; false drift is "
           "small for 0.03 < d_m < 0.10 and large for d_m >= 0.10.", "", f"{h} Table 13. Behaviour on stable pairs (%)", "",
-          table13(entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
+          table13(entries), *_published(13, entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table14(e.analysis)]
+    md += _published(14, entries)
     parts.append(Part("RF2: stability and false drift (D.3-D.4, Tables 13-14)", "\n".join(md),
                       {e.label: _cells(e.analysis, "stable.default") for e in entries}))
 
@@ -663,10 +677,11 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "available years, for every retained question x country combination (4.4; a combination whose dated "
           "answers are invalid still counts here). Ties within 1e-12 go to the earliest year and are counted in the "
           "JSON. Intervals resample the combinations.", "",
-          f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), "",
+          f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), *_published(15, entries), "",
           f"{h} Table 16. Default year by coverage, against equal choice (E.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table16(e.analysis)]
+    md += _published(16, entries)
     parts.append(Part("RF3: default period (4.4, E.1-E.2, Tables 15-16)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.default_period", "rf3.equal_choice") for e in entries}))
 
@@ -676,19 +691,20 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "the prediction closer to that year's gold distribution. Helped / unchanged / hurt by its sign (|b| <= 1e-12 "
           "is unchanged); identical: the dated answer equals the undated one.", "",
           f"{h} Table 17. Overall effect of naming a year", "", "**Naming the older year**", "", table17(entries, "old"), "",
-          "**Naming the newer year**", "", table17(entries, "new"), "",
+          "**Naming the newer year**", "", table17(entries, "new"), *_published(17, entries), "",
           f"{h} Table 18. Mean benefit (x 100) by human shift", "", "**Naming the older year**", "", table18(entries, "old"),
-          "", "**Naming the newer year**", "", table18(entries, "new"), "",
+          "", "**Naming the newer year**", "", table18(entries, "new"), *_published(18, entries), "",
           _img(f8, link_prefix, "Figure 8. Mean benefit of naming the older (a) and the newer (b) year, by human shift"), "",
           f"{h} Table 19. Naming outcomes by human shift"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table19(e.analysis)]
+    md += _published(19, entries)
     figures = [f8]
     for e in shown:
         path = fig.naming_outcomes_figure(e.analysis, figure_dir)
         figures.append(path)
         md += ["", _img(path, link_prefix, f"Figure 18. Naming outcomes by human shift: {e.md_label}")]
-    md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries)]
+    md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries), *_published(20, entries)]
     parts.append(Part("RF3: naming a year (4.4, E.3-E.4, Tables 17-20, Figures 8 and 18)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.benefit") for e in entries}, figures))
 
@@ -761,7 +777,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
               "strong pairs whose mode changes). Pairs the run answers wrongly in both periods are dropped (as the "
               "knowledge filter does); both-correct with a Wilson 95% interval. The last column: among kept strong and "
               "very strong pairs with valid distribution answers, the share with both modes right while r = d_m/d_h < 0.5.",
-              "", f"{h} Table 5. Modal-answer accuracy", "", modal_table(entries)]
+              "", f"{h} Table 5. Modal-answer accuracy", "", modal_table(entries), *_published(5, entries)]
         parts.append(Part("Modal-answer evaluation (A.5, Table 5)", "\n".join(md),
                           {e.label: e.analysis.modal for e in entries if e.analysis.modal}))
 

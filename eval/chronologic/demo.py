@@ -12,6 +12,7 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     from histbench.eval.report import ReportSection
 
     from .likelihood import evaluate
+    from .published_table3 import load_published_table3
     from .report import likelihood_markdown
 
     results = [evaluate(built, baseline="random", run_dir=Path(work_dir) / "likelihood-random", n_resamples=1000)]
@@ -28,7 +29,7 @@ def run_demo(built, work_dir: Path, report_dir: Path):
         "abstention reminder where it applies, QUESTION: and ANSWER: lines); the random-choice baseline gives "
         "every option the same probability.",
         "",
-        likelihood_markdown(results),
+        likelihood_markdown(results, load_published_table3()),   # the paper's rows beside ours (issue 43)
     ]
     if note:
         lines += ["", note]

@@ -357,6 +357,17 @@ def _systems_from_runs(runs: list[Run]) -> tuple[list[tuple[Run, dict]], list[Sy
     return baseline_runs, systems
 
 
+def _published(number: int, names, split: str) -> str:
+    """The paper's own Table `number` (TEST) under ours (issue 43): rows of the systems a run names,
+    matched only by sources/mher/published/aliases.yaml, first; '' when none ships or off TEST."""
+    if split != "test":
+        return ""
+    from histbench.core.published import published_markdown
+
+    text = published_markdown("mher", number, [n for n in names if isinstance(n, str)])
+    return "\n\n" + text if text else ""
+
+
 def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int, seed: int, thinning: int,
                    split: str = "test", figure_prefix: str = "", link_prefix: str = "",
                    family: list[str] | None = None, family_size: int | None = None,
@@ -382,7 +393,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
             f"Table 2: non-generative baselines ({split.upper()})",
             f"Name-form methods on the full Name-only {split.upper()} set ({n_name} items); context methods on the "
             f"paired Context-only {split.upper()} subset ({n_ctx} items). Every threshold, vocabulary and fit was "
-            f"chosen on DEV only.{flag}\n\n" + table2(rows, split),
+            f"chosen on DEV only.{flag}\n\n" + table2(rows, split) + _published(2, [r["system"] for r in rows], split),
         ))
     analysis = analyse_models(bench, systems, resamples=resamples, seed=seed, thinning=thinning, split=split,
                               family=family, family_size=family_size, cluster_estimator=cluster_estimator)
@@ -390,6 +401,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
     if not analysis:
         return sections, data
     models = analysis["models"]
+    run_names = [n for run in runs if run.kind == "model" for n in (run.info.get("model"), run.label, *run.systems())]
     n_full = len(bench.items("name_only", split))
     n_paired = analysis["paired_items"]
     kinds = {res["kind"] for res in models.values()}
@@ -411,19 +423,19 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
 
     sections.append(ReportSection(f"Table 3: Name-only behaviour on the full {split.upper()} set",
                                   f"{note}{n_full} items; ambiguous counts as wrong; Wilson 95% intervals.\n\n"
-                                  + table3(models)))
+                                  + table3(models) + _published(3, run_names, split)))
     sections.append(ReportSection(
         f"Table 4: primary paired result (the same {n_paired} identity questions)",
         f"Accuracy (%) under Name-only and Source-grounded evidence; Δ with a paired item-bootstrap 95% interval "
         f"({analysis['resamples']:,} resamples); exact two-sided McNemar on the discordant pairs. "
-        f"{bonferroni_note(analysis)}\n\n" + table4(models)))
+        f"{bonferroni_note(analysis)}\n\n" + table4(models) + _published(4, run_names, split)))
     figure_section("paired_accuracy", "Panel A: accuracy under both conditions; panel B: the paired gain with its "
                                       "bootstrap interval (Table 4).")
     sections.append(ReportSection(
         "Table 5: falsification and ablation",
         "Context-only removes names, languages and scripts; the three shuffles reassign contexts by fixed "
         "derangements (disclosed to the model) and are reported separately; Δ S−Shuf uses their mean.\n\n"
-        + table5(models)))
+        + table5(models) + _published(5, run_names, split)))
     figure_section("falsification", "Bars: the range of the three shuffled controls (A, B, C marked); triangle: "
                                     "Context-only; square: Source-grounded; beside each system: Source-grounded "
                                     "minus Context-only (pp).")
@@ -435,7 +447,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
         "Table 6: repeated-entity robustness",
         f"Cluster bootstrap resamples canonical persons ({analysis['resamples']:,} resamples): {how}; "
         f"one-pair-per-entity thinning repeated {analysis['thinning_repetitions']:,} times; LOO removes every "
-        "item of one person.\n\n" + table6(models)))
+        "item of one person.\n\n" + table6(models) + _published(6, run_names, split)))
     sections.append(ReportSection(
         "Table 7: Source-grounded errors (coded categories and error structure)",
         "Name-induced: Context-only was correct on the item; persistent: Context-only was also wrong. "

@@ -141,6 +141,11 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     for table in ("Table 6.", "Table 7.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.",
                   "Table 18.", "Table 22.", "Table 26.", "Table 5.", "C.4 check"):
         assert table in text, table
+    # the paper's own figures beside ours (issue 43): a loopback model is none of the paper's, so reference rows
+    for number in (5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20):
+        assert f"**The paper's Table {number} (" in text, number
+    assert "| paper (reference) | Llama-3.3-70B | 64.5 | 26.2 | 9.2 |" in text          # Table 13
+    assert "your run" not in text
     from histbench.eval.report import markdown_to_html
 
     page = markdown_to_html(text, "ChronoCulture")
@@ -186,3 +191,22 @@ def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, m
     assert info["mode"] == "option-probabilities"
     assert all(c["valid"] == c["prompts"] for c in info["counts"].values())
     assert "not by the paper's generation method" in section.markdown
+
+
+def test_a_run_of_one_of_the_papers_models_gets_its_published_rows_first():
+    """Issue 43, item 3: matched only through sources/chronoculture/published/aliases.yaml."""
+    from types import SimpleNamespace
+
+    from histbench.eval.chronoculture.reporting import Entry, _published
+
+    def entry(label, model, kind="model"):
+        return Entry(Predictions(label, kind, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)), info={"model": model}),
+                     SimpleNamespace(label=label))
+
+    text = "\n".join(_published(13, [entry("mine", "vllm:/models/Qwen3.5-35B-A3B-FP8"),
+                                      entry("other", "hf:meta-llama/Llama-3.3-70B-Instruct"),
+                                      entry("uniform", "Llama-3.3-70B", kind="baseline")]))
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0] == "| paper; your run vllm:/models/Qwen3.5-35B-A3B-FP8 | Qwen3.5-35B | 68.6 | 21.9 | 9.5 |"
+    assert all("reference" in row for row in rows[1:]) and len(rows) == 6   # a guessed Hub id and a baseline match nothing
+    assert _published(7, [entry("mine", "x")]) == []
