@@ -41,8 +41,9 @@ printed beside the paper's figures, `funnel`):
    commentators explain is never offered, nor a synonym of it. Of the usable candidates,
    five are taken so that the answer's length rank among the six is balanced over the
    questions (`--wsd-distractor-choice`; `_balanced_pick`). A reviewer's decisions
-   (`--reviews`, review.py) come first: dropped distractors are never offered again for the
-   phrase, replacements are offered before any other source;
+   (`--reviews`, review.py) come first: the distractors a reviewer kept are offered again
+   first (pinned, with the source the sheet showed), then the replacements, before any other
+   source; dropped distractors are never offered again for the phrase;
 6. six candidates (answer + five distractors) in seeded order; questions are drawn in a
    seeded order of the phrases that stays the same across rebuilds (reviewed ones first),
    `--wsd-questions` (200) of them, an entry without five usable distractors giving its
@@ -729,7 +730,8 @@ def choose_distractors(
     for entry in entries:
         review = entry.review
         refused.append(review.excluded() if review is not None else set())
-        fixed.append([(r, f"reviewer ({review.reviewer})") for _, r in review.replaced][:need] if review is not None else [])
+        fixed.append((review.pinned() + [(r, f"reviewer ({review.reviewer})") for _, r in review.replaced])[:need]
+                     if review is not None else [])
         skip = refused[-1] | {t.casefold() for t, _ in fixed[-1]}
         proposals = wiktionary.distractors(entry.text) if wiktionary is not None and is_single_word(entry) else []
         if proposals:
@@ -940,7 +942,10 @@ def funnel(stats: Counter, distinct_spans: int, kept: int, passing: int, questio
 
 
 def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_model: str) -> dict:
-    candidates = [(entry.answer, "gold")] + list(entry.distractors)
+    # the distractors in a fixed order (by text) before the seeded shuffle: a question's order depends
+    # on its candidates, not on which source offered them first (a reviewer's pinned distractors
+    # come back in the order they were shown)
+    candidates = [(entry.answer, "gold")] + sorted(entry.distractors, key=lambda d: (d[0].casefold(), d[1]))
     order = [int(i) for i in rng.permutation(len(candidates))]
     shown = [candidates[i] for i in order]
     phrase = entry.phrase
@@ -966,5 +971,5 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
         "candidates": [c for c, _ in shown],
         "candidate_sources": [s for _, s in shown],
         "gold_index": order.index(0),
-        "review": finish_record(entry.review_record or dict(NOT_REVIEWED), [t for t, _ in entry.distractors]),
+        "review": finish_record(entry.review_record or dict(NOT_REVIEWED), [t for t, _ in candidates[1:]]),
     }
