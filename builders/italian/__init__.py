@@ -50,6 +50,7 @@ DEFAULTS = {
     "wsd_questions": 200,
     "wsd_distractor_choice": "length-balanced",
     "wsd_lexicon": "multiwordnet",
+    "wsd_foreign_phrases": "drop",
     "wsd_reviews": None,
     "classense_subset": 25,
     "classense_subset_draws": 5000,
@@ -116,6 +117,10 @@ class ItalianBuilder(BenchmarkBuilder):
                        help="multiwordnet (default): single-word distractors are the other senses of the target's lemma "
                             "in MultiWordNet's Italian synsets (after --wiktionary's, when given); none: only the "
                             "dictionary, the chat model and the offline fallback")
+        w.add_argument("--wsd-foreign-phrases", choices=("drop", "keep"), default="drop",
+                       help="Latin and Spanish phrases (detected with simplemma's dictionaries and the commentators' "
+                            "words; labelled on every row): drop (default: their question tests translation, not a "
+                            "word sense) or keep")
         w.add_argument("--reviews", type=Path, metavar="SHEET",
                        help="a filled review sheet (`histbench review italian BUILD --out SHEET`): keep / correct / drop "
                             "questions, drop or replace distractors; recorded per question and in the card")
@@ -167,6 +172,7 @@ class ItalianBuilder(BenchmarkBuilder):
             "wsd_questions": args.wsd_questions,
             "wsd_distractor_choice": args.wsd_distractor_choice,
             "wsd_lexicon": args.wsd_lexicon,
+            "wsd_foreign_phrases": args.wsd_foreign_phrases,
             "wsd_reviews": str(args.reviews) if args.reviews else None,
             "classense_subset": args.classense_subset,
             "classense_subset_draws": args.classense_subset_draws,

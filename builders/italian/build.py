@@ -189,6 +189,7 @@ class _Run:
         distinct_spans = len({n.span for n in read.notes})
         phrases = group_phrases(read.notes, int(self.o["wsd_max_phrase_words"]), stats)
         entries = W.make_entries(read, phrases, self.o["wsd_context"], stats)
+        entries = W.label_languages(entries, self.o.get("wsd_foreign_phrases", "drop"), stats)
         prompts = yaml.safe_load(self.source("prompts.yaml").read_text(encoding="utf-8"))["build"]
         chat = self.chat_client()
         refusals: Counter = Counter()     # offline screening: notes refused, by rule

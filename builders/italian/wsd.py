@@ -216,6 +216,7 @@ class Entry:
     similarity: float | None = None
     distractors: list[tuple[str, str]] = field(default_factory=list)   # (text, source)
     review: object | None = None         # the reviewer's decisions (review.ItemReview), if any
+    language: str = "it"                 # `phrase_language`: it, la (Latin) or es (Spanish)
     review_record: dict | None = None    # the row's `review`
 
 
@@ -224,6 +225,50 @@ def item_key(entry: Entry) -> str:
     from .review import item_key as key
 
     return key(entry.phrase.chapter, entry.phrase.start, entry.phrase.end)
+
+
+_FOREIGN_CUES = {"la": re.compile(r"\b(?:lat\.|latin[oaie]\b|in latino|formula latina|espressione latina|dal latino)", re.I),
+                 "es": re.compile(r"\b(?:spagn\.|spagnol[oaie]\b|in spagnolo|castiglian[oaie]\b)", re.I)}
+LANGUAGE_NAMES = {"it": "Italian", "la": "Latin", "es": "Spanish"}
+
+
+def phrase_language(entry: Entry) -> str:
+    """"la" or "es" when the target is a Latin or Spanish phrase, else "it" (the commentators
+    gloss such phrases, but the question then tests translation). simplemma's dictionaries
+    decide: a phrase of two or more words is foreign when most of its words are unknown to
+    the Italian dictionary and known to the Latin (or Spanish) one; a single word, or a
+    phrase where only some words are, needs a commentator to say so too (a note opening
+    with "lat.", "latino", "spagnolo"... in its first 120 characters), since many of
+    Manzoni's Tuscan or Lombard forms are in no modern Italian dictionary."""
+    import simplemma
+
+    words = [w.lower() for w in re.findall(r"[^\W\d_]{2,}", entry.text)]
+    if not words:
+        return "it"
+    foreign = [w for w in words if not simplemma.is_known(w, lang="it")]
+    for lang in ("la", "es"):
+        known = [w for w in foreign if simplemma.is_known(w, lang=lang)]
+        if not known:
+            continue
+        said = any(_FOREIGN_CUES[lang].search(e["text"][:120]) for e in entry.explanations)
+        if said or (len(words) >= 2 and len(known) * 2 > len(words)):
+            return lang
+    return "it"
+
+
+def label_languages(entries: list[Entry], policy: str, stats: Counter) -> list[Entry]:
+    """Label every entry with `phrase_language`; with policy "drop" (the default,
+    `--wsd-foreign-phrases`) leave Latin and Spanish phrases out, counted by language."""
+    out = []
+    for entry in entries:
+        entry.language = phrase_language(entry)
+        if entry.language != "it":
+            stats[f"{LANGUAGE_NAMES[entry.language]} phrases ({'dropped' if policy == 'drop' else 'kept'}; "
+                  "--wsd-foreign-phrases)"] += 1
+            if policy == "drop":
+                continue
+        out.append(entry)
+    return out
 
 
 def make_entries(read: ReadResult, phrases: list[Phrase], unit: str, stats: Counter) -> list[Entry]:
@@ -785,7 +830,7 @@ def spelling_similarity(option: str, target: str) -> float:
     """How much an option shares the target's spelling: the best difflib ratio between a
     word of the option and a word of the target (casefolded), as the shortcut audit's
     `most_similar_spelling` rule measures it."""
-    from builders.machinery.shortcuts import spelling_similarity as measure
+    from ..machinery.shortcuts import spelling_similarity as measure
 
     return measure(option, target)
 
@@ -956,6 +1001,7 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
         "item_key": item_key(entry),
         "chapter": phrase.chapter,
         "target_phrase": entry.text,
+        "phrase_language": entry.language,
         "context": entry.context,
         "target_start": entry.target_start,
         "target_end": entry.target_end,

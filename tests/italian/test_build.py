@@ -51,6 +51,7 @@ def test_sample_wsd_rows(sample_build):
         assert len(row["candidates"]) == 6 and row["candidates"][row["gold_index"]] == row["answer"]
         assert row["context"][row["target_start"]:row["target_end"]] == row["target_phrase"]
         assert len(row["commentators"]) >= 2 and row["similarity"] < 0.7
+        assert row["phrase_language"] == "it"
     ufizio = next(r for r in wsd if r["target_phrase"] == "ufizio")
     assert ufizio["commentators"] == ["CommentatoreA", "CommentatoreB"]
     assert {r["target_phrase"] for r in wsd}.isdisjoint({"bel bello", "nesci"})

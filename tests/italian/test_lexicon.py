@@ -109,3 +109,29 @@ def test_the_audit_learns_spelling_ending_and_agreement_rules():
         fair.append(S.Choice(["casa", "fiori", "notte", "porta", "strade", "mare"], gold, None, target="rabbattuto"))
     fair_rules = {r["rule"]: r for r in S.audit_choices(fair)["rules"]}
     assert not fair_rules["most_similar_spelling"]["beats_chance"] and not fair_rules["shares_target_ending"]["beats_chance"]
+
+
+@pytest.mark.parametrize(("phrase", "note", "language"), [
+    ("consuetudinem loquendi", "l'uso del parlare", "la"),                 # most words Latin, no cue needed
+    ("sicut erat", "come era", "la"),
+    ("hombre de bien", "galantuomo", "es"),
+    ("bono", "lat., buono", "la"),                                         # one word: the commentator says so
+    ("bono", "buono, alla lombarda", "it"),                                # one word, no cue: a dialect form
+    ("tirare innanzi", "proseguire", "it"),
+])
+def test_latin_and_spanish_phrases_are_detected_3_1(phrase, note, language):
+    entry = _entry(phrase, note, note, 7)
+    assert W.phrase_language(entry) == language
+
+
+def test_foreign_phrases_are_labelled_dropped_by_default_and_kept_on_request():
+    entries = [_entry("sicut erat", "come era", "come era", 1), _entry("appiglio", "pretesto", "pretesto", 2),
+               _entry("hombre de bien", "galantuomo", "galantuomo", 3)]
+    stats: Counter = Counter()
+    kept = W.label_languages(entries, "drop", stats)
+    assert [e.text for e in kept] == ["appiglio"]
+    assert stats["Latin phrases (dropped; --wsd-foreign-phrases)"] == 1
+    assert stats["Spanish phrases (dropped; --wsd-foreign-phrases)"] == 1
+    stats = Counter()
+    kept = W.label_languages(entries, "keep", stats)
+    assert [e.language for e in kept] == ["la", "it", "es"] and stats["Latin phrases (kept; --wsd-foreign-phrases)"] == 1
