@@ -15,8 +15,9 @@ audit use.
   is a word of those glosses (lemmatised), or when it is a synset of such a word (the
   glosses' synonym sets, not only their spelling), one hypernym, hyponym or similarity link
   from one, or shares its direct hypernym. Each remaining sense is expressed by up to
-  three of its other lemmas (never the target's lemma nor a compound holding it), else by its Italian gloss; a sense
-  with neither cannot be shown and is counted. Senses of the part of speech the gold
+  three of its other lemmas (never the target's lemma nor a compound holding it), else by its
+  Italian gloss, else as "sorta di" its hypernym's lemmas; a sense with none of these cannot
+  be shown and is counted. Senses of the part of speech the gold
   overlaps come first (a noun's other senses for a noun), then the others.
 - **Morphology.** `analyse(word)`: part of speech from the wordnet's index of the word's
   lemma (noun, verb, adjective, adverb; a participle or gerund of a verb lemma is a verb form),
@@ -155,6 +156,14 @@ class ItalianWordnet:
                 out.append(LexSense(sid, _POS_NAMES.get(letter, letter), lemma, lemmas, gloss))
         return out
 
+    def hypernym_lemmas(self, sid: str, skip: set[str]) -> list[str]:
+        """The Italian lemmas of a synset's direct hypernyms (not the target's own lemmas)."""
+        out = []
+        for (parent,) in self.db.execute(
+                "SELECT id_target FROM common_relation WHERE id_source = ? AND type = '@'", (sid,)):
+            out.extend(x for x in self.synset(parent)[0] if x.lower() not in skip and x not in out)
+        return out
+
     def overlapping(self, texts: list[str], target: str) -> tuple[set[str], set[str]]:
         """The synsets of the words of `texts` (lemmatised; the target's own words left out)
         and those words' lemmas: what a distractor's sense must not share."""
@@ -189,7 +198,7 @@ class ItalianWordnet:
         """(text, source) for each other sense of the word's lemma (module doc), and counts of
         the senses refused or not expressible."""
         counts = {"senses of the lemma": 0, "senses overlapping the gold or a commentator's gloss (refused)": 0,
-                  "senses with no other lemma nor Italian gloss (cannot be shown)": 0}
+                  "senses with no other lemma, Italian gloss nor hypernym (cannot be shown)": 0}
         senses = self.senses(word)
         counts["senses of the lemma"] = len(senses)
         if not senses:
@@ -209,8 +218,10 @@ class ItalianWordnet:
                 text = ", ".join(others[:3])
             elif sense.gloss:
                 text = sense.gloss.rstrip(" .;")
+            elif (broader := self.hypernym_lemmas(sense.synset, lemma_set)):
+                text = "sorta di " + ", ".join(broader[:2])        # "genio" (the spirit): "sorta di spirito"
             else:
-                counts["senses with no other lemma nor Italian gloss (cannot be shown)"] += 1
+                counts["senses with no other lemma, Italian gloss nor hypernym (cannot be shown)"] += 1
                 continue
             usable.append((sense, text[:1].upper() + text[1:]))
         preferred = gold_pos[0] if gold_pos else None

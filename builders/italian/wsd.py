@@ -804,12 +804,36 @@ def choose_distractors(
         if balance:
             ranks.used()
         want = need - len(given)
+        rival = bool(rng.random() < SPELLING_RIVAL_SHARE) if balance else False
         if len(found) >= want:
-            entry.distractors = _balanced_pick(given, found, len(entry.answer), want, rank)
+            entry.distractors = _balanced_pick(given, _rival_first(entry, found, rival), len(entry.answer), want, rank)
             continue
         taken = skip | {t.casefold() for t, _ in found + given}
         extra = _filter(entry, fallback.candidates(entry, stats), glosses[id(entry)], embedder, checks, stats, skip=taken)
+        if rival and not any(spelling_similarity(t, entry.text) >= spelling_similarity(entry.answer, entry.text)
+                             for t, _ in given + found):
+            extra = _rival_first(entry, extra, True)
         entry.distractors = _balanced_pick(given + found, extra, len(entry.answer), want - len(found), rank)
+
+
+# Share of questions given a distractor at least as close in spelling to the target as the
+# gold (when the sources have one): the gold, a gloss, often shares the target's stem
+# ("ufizio" / "L'ufficio divino"), so "the option most similar in spelling" would otherwise
+# find it (the shortcut audit's most_similar_spelling rule); 5/6 leaves it the closest in
+# about one question in six, as chance does.
+SPELLING_RIVAL_SHARE = 5 / 6
+
+
+def _rival_first(entry: Entry, candidates: list[tuple[str, str]], rival: bool) -> list[tuple[str, str]]:
+    """The candidates with the first one at least as close in spelling to the target as the
+    gold moved to the front (when `rival`)."""
+    if not rival or not candidates:
+        return candidates
+    gold = spelling_similarity(entry.answer, entry.text)
+    for i, (text, _) in enumerate(candidates):
+        if spelling_similarity(text, entry.text) >= gold:
+            return [candidates[i]] + candidates[:i] + candidates[i + 1:]
+    return candidates
 
 
 def ending(text: str) -> str:
