@@ -235,8 +235,9 @@ LANGUAGE_NAMES = {"it": "Italian", "la": "Latin", "es": "Spanish"}
 def phrase_language(entry: Entry) -> str:
     """"la" or "es" when the target is a Latin or Spanish phrase, else "it" (the commentators
     gloss such phrases, but the question then tests translation). simplemma's dictionaries
-    decide: a phrase of two or more words is foreign when most of its words are unknown to
-    the Italian dictionary and known to the Latin (or Spanish) one; a single word, or a
+    decide: a phrase of two or more words is foreign when at least half of its words are
+    unknown to the Italian dictionary and known to the Latin (or Spanish) one ("quanta
+    maxima"); a single word, or a
     phrase where only some words are, needs a commentator to say so too (a note opening
     with "lat.", "latino", "spagnolo"... in its first 120 characters), since many of
     Manzoni's Tuscan or Lombard forms are in no modern Italian dictionary."""
@@ -251,7 +252,7 @@ def phrase_language(entry: Entry) -> str:
         if not known:
             continue
         said = any(_FOREIGN_CUES[lang].search(e["text"][:120]) for e in entry.explanations)
-        if said or (len(words) >= 2 and len(known) * 2 > len(words)):
+        if said or (len(words) >= 2 and len(known) * 2 >= len(words)):
             return lang
     return "it"
 

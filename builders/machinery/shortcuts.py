@@ -14,7 +14,8 @@ its accuracy, the chance level, the excess over chance and a one-sided binomial 
   in this build (gold-position balance; with the count of gold answers per position);
 - for items about one target word or phrase (word sense disambiguation: `Choice.target`):
   `most_similar_spelling`, the option whose words are most alike in spelling to the target's
-  (`spelling_similarity`: the best difflib ratio between a word of each, casefolded);
+  (`spelling_similarity`: the best difflib ratio between a word of each, casefolded, words
+  of four letters or more);
   `shares_target_ending`, the option with a word ending in the target's last two letters;
   and, when the builder gives a morphological agreement score per option
   (`Choice.agreement`: features shared with the target minus features in conflict),
@@ -133,11 +134,20 @@ def word_types(text: str) -> set[str]:
     return {w.casefold() for w in _WORD.findall(text or "")}
 
 
+SPELLING_MIN_LETTERS = 4
+
+
 def spelling_similarity(option: str, target: str) -> float:
-    """The best difflib ratio between a word of `option` and a word of `target`, casefolded (0 when either has none)."""
+    """The best difflib ratio between a word of `option` and a word of `target`, casefolded,
+    words of four letters or more (articles and prepositions, "di" in both, are no clue to
+    spelling; a target of short words only keeps them); 0 when either has none."""
     from difflib import SequenceMatcher
 
-    a, b = _WORD.findall((option or "").casefold()), _WORD.findall((target or "").casefold())
+    def words(text: str) -> list[str]:
+        found = _WORD.findall((text or "").casefold())
+        return [w for w in found if len(w) >= SPELLING_MIN_LETTERS] or found
+
+    a, b = words(option), words(target)
     return max((SequenceMatcher(None, x, y).ratio() for x in a for y in b), default=0.0)
 
 

@@ -114,6 +114,7 @@ def test_the_audit_learns_spelling_ending_and_agreement_rules():
 @pytest.mark.parametrize(("phrase", "note", "language"), [
     ("consuetudinem loquendi", "l'uso del parlare", "la"),                 # most words Latin, no cue needed
     ("sicut erat", "come era", "la"),
+    ("quanta maxima", "con quanta maggior diligenza si può", "la"),           # half the words: "quanta" is Italian too
     ("hombre de bien", "galantuomo", "es"),
     ("bono", "lat., buono", "la"),                                         # one word: the commentator says so
     ("bono", "buono, alla lombarda", "it"),                                # one word, no cue: a dialect form
