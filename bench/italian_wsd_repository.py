@@ -70,7 +70,8 @@ def single_word(text: str) -> bool:
 
 
 def other_senses(row: dict) -> int:
-    return sum(1 for s in row["candidate_sources"] if s.startswith(("multiwordnet:", "wiktionary:")))
+    return sum(1 for s in row["candidate_sources"]
+               if s.startswith(("multiwordnet:", "wiktionary:")) and "spelt like the target" not in s)
 
 
 def audit_lines(audit: dict) -> list[str]:

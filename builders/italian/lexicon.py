@@ -113,6 +113,7 @@ class ItalianWordnet:
 
     def __init__(self) -> None:
         self.db = _load_dumps()
+        self._single_lemmas: list[str] | None = None
 
     @lru_cache(maxsize=None)  # noqa: B019 - one instance per build
     def synsets(self, lemma: str) -> tuple[tuple[str, str], ...]:
@@ -154,6 +155,33 @@ class ItalianWordnet:
                 seen.add(sid)
                 lemmas, gloss = self.synset(sid)
                 out.append(LexSense(sid, _POS_NAMES.get(letter, letter), lemma, lemmas, gloss))
+        return out
+
+    def paronyms(self, word: str, at_least: float, avoid: list[str], limit: int = 3) -> list[tuple[str, str]]:
+        """Up to `limit` words of the wordnet spelt like `word` (the audit's spelling
+        similarity at least `at_least`) that are not its lemma and share no synset, nor a
+        neighbouring one, with the word's gloss (`avoid`, the gold and the commentators'
+        glosses): a form-alike with another meaning ("straccio" for "stracco")."""
+        from rapidfuzz import fuzz, process
+
+        from ..machinery.shortcuts import spelling_similarity
+
+        if self._single_lemmas is None:
+            self._single_lemmas = [r[0] for r in self.db.execute("SELECT lemma FROM italian_index")
+                                   if r[0].isalpha() and r[0].islower() and len(r[0]) >= 4]
+        own = {word.lower(), lemmatise(word)}
+        near_synsets, near_words = self.overlapping(avoid, word)
+        out = []
+        for lemma, _, _ in process.extract(word.lower(), self._single_lemmas, scorer=fuzz.ratio, limit=40):
+            if lemma in own or lemma in near_words or spelling_similarity(lemma, word) < at_least:
+                continue
+            if any(sid in near_synsets for sid, _ in self.synsets(lemma)):
+                continue
+            if lemma[:4] == lemmatise(word)[:4] and len(lemma) > 5:
+                continue               # a derivative of the target's own stem may share its meaning
+            out.append((lemma[:1].upper() + lemma[1:], f"{SOURCE}: a word spelt like the target ({lemma}; another meaning)"))
+            if len(out) >= limit:
+                break
         return out
 
     def hypernym_lemmas(self, sid: str, skip: set[str]) -> list[str]:

@@ -806,6 +806,15 @@ def choose_distractors(
             ranks.used()
         want = need - len(given)
         rival = bool(rng.random() < SPELLING_RIVAL_SHARE) if balance else False
+        gold_spelling = spelling_similarity(entry.answer, entry.text)
+        if (rival and lexicon is not None and is_single_word(entry)
+                and not any(spelling_similarity(t, entry.text) >= gold_spelling for t, _ in given + found)):
+            # no candidate is spelt as much like the target as the gold: a form-alike of the lexicon is
+            taken = skip | {t.casefold() for t, _ in found + given}
+            alike = _filter(entry, lexicon.paronyms(entry.text, gold_spelling, [entry.answer, *glosses[id(entry)]]),
+                            glosses[id(entry)], embedder, checks, stats, skip=taken)
+            stats["distractors spelt like the target (a lexicon word with another meaning)"] += bool(alike)
+            found = alike[:1] + found
         if len(found) >= want:
             entry.distractors = _balanced_pick(given, _rival_first(entry, found, rival), len(entry.answer), want, rank)
             continue
@@ -992,6 +1001,8 @@ def source_kind(source: str) -> str:
     """'wiktionary', 'chat model', 'offline fallback' or 'gold' for a candidate source label."""
     if source.startswith("wiktionary"):
         return "wiktionary"
+    if source.startswith("multiwordnet") and "spelt like the target" in source:
+        return "multiwordnet (a word spelt like the target, another meaning)"
     if source.startswith("multiwordnet"):
         return "multiwordnet (other senses of the lemma)"
     if source.startswith(FALLBACK):
