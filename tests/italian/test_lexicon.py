@@ -136,3 +136,17 @@ def test_foreign_phrases_are_labelled_dropped_by_default_and_kept_on_request():
     stats = Counter()
     kept = W.label_languages(entries, "keep", stats)
     assert [e.language for e in kept] == ["la", "it", "es"] and stats["Latin phrases (kept; --wsd-foreign-phrases)"] == 1
+
+
+def test_a_word_spelt_like_the_target_has_another_meaning(wordnet):
+    from histbench.builders.machinery.shortcuts import spelling_similarity
+
+    gold = spelling_similarity("Stanco", "stracco")
+    alike = wordnet.paronyms("stracco", gold, ["Stanco"])
+    assert alike and all(spelling_similarity(t, "stracco") >= gold for t, _ in alike)
+    assert all("spelt like the target" in s for _, s in alike)
+    assert not {t.lower() for t, _ in alike} & {"stracco", "stanco"}
+    # a word of the gold's synonym set, or of a neighbouring one, is never offered ("cantambanco" is a
+    # "saltimbanco"), nor a derivative of the target's stem
+    assert not [t for t, _ in wordnet.paronyms("cantambanchi", 0.5, ["Saltimbanchi"]) if t.lower().startswith(("cantamb", "saltimb"))]
+    assert W.source_kind(alike[0][1]) == "multiwordnet (a word spelt like the target, another meaning)"
