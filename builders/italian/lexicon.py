@@ -170,6 +170,7 @@ class ItalianWordnet:
             self._single_lemmas = [r[0] for r in self.db.execute("SELECT lemma FROM italian_index")
                                    if r[0].isalpha() and r[0].islower() and len(r[0]) >= 4]
         own = {word.lower(), lemmatise(word)}
+        own |= {w.lower() for w in _WORD.findall(word)} | {lemmatise(w) for w in _WORD.findall(word)}   # "uggia" of "un'uggia"
         near_synsets, near_words = self.overlapping(avoid, word)
         out = []
         for lemma, _, _ in process.extract(word.lower(), self._single_lemmas, scorer=fuzz.ratio, limit=40):

@@ -227,32 +227,37 @@ def item_key(entry: Entry) -> str:
     return key(entry.phrase.chapter, entry.phrase.start, entry.phrase.end)
 
 
-_FOREIGN_CUES = {"la": re.compile(r"\b(?:lat\.|latin[oaie]\b|in latino|formula latina|espressione latina|dal latino)", re.I),
-                 "es": re.compile(r"\b(?:spagn\.|spagnol[oaie]\b|in spagnolo|castiglian[oaie]\b)", re.I)}
+_FOREIGN_CUES = {"la": re.compile(r"\b(?:in latino|(?:formula|espressione|frase|motto|detto|parole|citazione|sentenza) latin[aeio])", re.I),
+                 "es": re.compile(r"\b(?:in spagnolo|(?:formula|espressione|frase|motto|detto|parole|citazione) spagnol[aeio])", re.I)}
 LANGUAGE_NAMES = {"it": "Italian", "la": "Latin", "es": "Spanish"}
+# Italian words that simplemma's Italian dictionary lacks (apocopes, elided forms) and that
+# its Latin or Spanish one knows: never evidence of another language
+_ITALIAN_SHORT = {"gran", "don", "san", "fra", "dell", "nell", "quell", "sull", "dall", "coll", "bel", "buon", "mastro"}
 
 
 def phrase_language(entry: Entry) -> str:
     """"la" or "es" when the target is a Latin or Spanish phrase, else "it" (the commentators
     gloss such phrases, but the question then tests translation). simplemma's dictionaries
-    decide: a phrase of two or more words is foreign when at least half of its words are
-    unknown to the Italian dictionary and known to the Latin (or Spanish) one ("quanta
-    maxima"); a single word, or a
-    phrase where only some words are, needs a commentator to say so too (a note opening
-    with "lat.", "latino", "spagnolo"... in its first 120 characters), since many of
-    Manzoni's Tuscan or Lombard forms are in no modern Italian dictionary."""
+    decide, on the phrase's words of three letters or more, names (a capital inside the
+    phrase) and Italian apocopes ("gran", "don", "dell'") left out: with two or more such
+    words, the phrase is foreign when most of them are unknown to the Italian dictionary and
+    known to the Latin (or Spanish) one, or when half are and a commentator says so ("in
+    latino", "espressione latina", "frase spagnola" in a note's first 120 characters; not
+    "dal latino", an etymology). A single word is Italian: many of Manzoni's Tuscan or Lombard
+    forms are in no modern Italian dictionary, and a note's etymology is no evidence."""
     import simplemma
 
-    words = [w.lower() for w in re.findall(r"[^\W\d_]{2,}", entry.text)]
-    if not words:
+    tokens = re.findall(r"[^\W\d_]+", entry.text)
+    words = [t.lower() for n, t in enumerate(tokens)
+             if len(t) >= 3 and t.lower() not in _ITALIAN_SHORT and not (n and t[:1].isupper())]
+    if len(words) < 2:
         return "it"
     foreign = [w for w in words if not simplemma.is_known(w, lang="it")]
-    for lang in ("la", "es"):
-        known = [w for w in foreign if simplemma.is_known(w, lang=lang)]
-        if not known:
-            continue
+    counts = {lang: sum(1 for w in foreign if simplemma.is_known(w, lang=lang)) for lang in ("la", "es")}
+    # the language knowing more of the words ("Dios nos valga": Spanish), Latin on a tie
+    for lang in sorted(counts, key=lambda k: -counts[k]):
         said = any(_FOREIGN_CUES[lang].search(e["text"][:120]) for e in entry.explanations)
-        if said or (len(words) >= 2 and len(known) * 2 >= len(words)):
+        if counts[lang] * 2 > len(words) or (said and counts[lang] * 2 >= len(words)):
             return lang
     return "it"
 

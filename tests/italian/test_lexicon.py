@@ -114,10 +114,13 @@ def test_the_audit_learns_spelling_ending_and_agreement_rules():
 @pytest.mark.parametrize(("phrase", "note", "language"), [
     ("consuetudinem loquendi", "l'uso del parlare", "la"),                 # most words Latin, no cue needed
     ("sicut erat", "come era", "la"),
-    ("quanta maxima", "con quanta maggior diligenza si può", "la"),           # half the words: "quanta" is Italian too
+    ("Omnia munda mundis", "tutto è puro per i puri", "la"),
     ("hombre de bien", "galantuomo", "es"),
-    ("bono", "lat., buono", "la"),                                         # one word: the commentator says so
-    ("bono", "buono, alla lombarda", "it"),                                # one word, no cue: a dialect form
+    ("adelante, Pedro, si puedes", "avanti, Pedro, se puoi", "es"),
+    ("bono", "lat., buono", "it"),                                         # one word: Italian, whatever a note says
+    ("don Rodrigo", "il signorotto", "it"),                                # a name, and "don"
+    ("gran caso", "gran meraviglia", "it"),                                # an apocope simplemma lacks
+    ("il 5 decembre", "dicembre, dal latino", "it"),                       # an etymology is no evidence
     ("tirare innanzi", "proseguire", "it"),
 ])
 def test_latin_and_spanish_phrases_are_detected_3_1(phrase, note, language):
