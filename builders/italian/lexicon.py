@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from histbench.core.errors import MissingDependencyError
 
@@ -115,7 +115,7 @@ class ItalianWordnet:
         self.db = _load_dumps()
         self._single_lemmas: list[str] | None = None
 
-    @lru_cache(maxsize=None)  # noqa: B019 - one instance per build
+    @cache  # noqa: B019 - one instance per build
     def synsets(self, lemma: str) -> tuple[tuple[str, str], ...]:
         """(synset id, pos letter) of a lemma, in the index's order (nouns, verbs, adjectives, adverbs)."""
         row = self.db.execute("SELECT id_n, id_v, id_a, id_r FROM italian_index WHERE lemma = ?",
@@ -127,7 +127,7 @@ class ItalianWordnet:
             out.extend((sid, letter) for sid in (ids or "").split())
         return tuple(out)
 
-    @lru_cache(maxsize=None)  # noqa: B019
+    @cache  # noqa: B019
     def synset(self, sid: str) -> tuple[tuple[str, ...], str]:
         """(lemmas, Italian gloss or "") of a synset; lemmas with spaces for underscores."""
         lemmas = tuple(r[0].replace("_", " ") for r in self.db.execute(
@@ -260,7 +260,7 @@ class ItalianWordnet:
 
     # ------------------------------------------------------------------------- morphology
 
-    @lru_cache(maxsize=None)  # noqa: B019
+    @cache  # noqa: B019
     def analyse(self, word: str) -> Features:
         """Part of speech, gender and number of one word (module doc)."""
         form = word.lower().strip("'’")

@@ -104,7 +104,7 @@ def test_the_audit_learns_spelling_ending_and_agreement_rules():
     # a build whose options do not point at the gold stays within the margin
     rng = np.random.default_rng(0)
     fair = []
-    for k in range(120):
+    for _k in range(120):
         gold = int(rng.integers(6))
         fair.append(S.Choice(["casa", "fiori", "notte", "porta", "strade", "mare"], gold, None, target="rabbattuto"))
     fair_rules = {r["rule"]: r for r in S.audit_choices(fair)["rules"]}
