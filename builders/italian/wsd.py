@@ -910,7 +910,7 @@ class _Fallback:
                 continue
             if spelling_similarity(text, entry.text) >= NEAR_FORM and not gold_near:
                 if stats is not None:
-                    stats["fallback candidates sharing the target's spelling more than the gold (refused)"] += 1
+                    stats["fallback candidates repeating a form of the target when the gold does not (refused)"] += 1
                 continue
             out.append((text, source))
         return out
