@@ -1,6 +1,6 @@
 """Log-likelihoods from a served model (issue 27): the api backend over `/v1/completions`
 (echo, logprobs) against histbench's own completions server
-(histbench.core.backends.completions_server, vLLM's response format) in front of the tiny
+(tests/servers/completions_server.py, an imitation of vLLM's response format) in front of the tiny
 llama-style model, compared with the hf backend on the same model. The real SmolLM2 and
 lm-evaluation-harness's local-completions are in test_served_smollm2.py."""
 
@@ -38,7 +38,7 @@ def tiny_hf(tiny_causal_lm):
 @pytest.fixture
 def served(tiny_hf):
     """Factory of completions servers in front of the tiny model (stopped at teardown)."""
-    from histbench.core.backends.completions_server import CompletionsServer
+    from ..servers.completions_server import CompletionsServer
 
     servers = []
 
