@@ -45,7 +45,8 @@ knows), so both clients send the same token sequences.
    with the harness's boundary tokenised here (token ids): the share of options within
    1e-3 and 1e-4, the largest difference, the share of questions with the same choice.
 
-CPU time (this process: the server and the client) is printed beside wall time, and the
+CPU time (this process: the client, and the imitation server where it serves; with the real
+vLLM server, its processes' CPU time too, read from /proc) is printed beside wall time, and the
 load of the machine (its load average, and the CPUs that other work kept busy just before
 each run) with every run: the machine is shared, so "idle" means "without our two busy
 processes".
@@ -292,14 +293,18 @@ def main(argv: list[str] | None = None) -> int:
             for name in (list(clients) if round_ % 2 == 0 else list(reversed(clients))):
                 label, call = clients[name]
                 before = (server.tokens_run, server.forward_passes) if server is not None else None
+                server_cpu = vllm_server.cpu_seconds() if vllm_server is not None else None
                 every[name].append(timed(f"round {round_ + 1}, {label}", call))
+                if vllm_server is not None:
+                    every[name][-1]["server_cpu_s"] = vllm_server.cpu_seconds() - server_cpu
+                    print(f"    vLLM server's processes: {every[name][-1]['server_cpu_s']:.1f} s CPU")
                 if server is not None:
                     every[name][-1].update(server_tokens=server.tokens_run - before[0],
                                            server_forward_passes=server.forward_passes - before[1])
                     print(f"    server: {every[name][-1]['server_tokens']:,} tokens run in "
                           f"{every[name][-1]['server_forward_passes']} forward passes")
         runs = {name: min(done, key=lambda r: r["wall_s"]) for name, done in every.items()}
-        cpu = {name: min(r["cpu_s"] for r in done) for name, done in every.items()}
+        cpu = {name: min(r["cpu_s"] + r.get("server_cpu_s", 0.0) for r in done) for name, done in every.items()}
         rps = {name: len(requests) / run["wall_s"] for name, run in runs.items()}
         worst = max(abs(a.logprob - b[0]) for a, b in zip(results["h"], results["l1"], strict=True))
         print(f"  requests/s: histbench {rps['histbench']:.2f}, lm-eval {rps['lm_eval']:.2f} (batch_size 8: "

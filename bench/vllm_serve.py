@@ -109,6 +109,22 @@ class VLLMServer:
         self.startup_seconds = time.perf_counter() - began
         return self
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the server's processes (its process group:
+        the API server and its engine process), from /proc; 0.0 where /proc is missing."""
+        if self.process is None:
+            return 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # gone meanwhile
+            if int(fields[2]) == self.process.pid:  # field 5, the process group
+                total += int(fields[11]) + int(fields[12])  # fields 14 and 15: utime, stime
+        return total / tick
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])

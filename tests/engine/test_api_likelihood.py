@@ -1,5 +1,5 @@
 """Log-likelihoods from a served model (issue 27): the api backend over `/v1/completions`
-(echo, logprobs) against histbench's own completions server
+(echo, logprobs) against the tests' imitation of vLLM's completions server
 (tests/servers/completions_server.py, an imitation of vLLM's response format) in front of the tiny
 llama-style model, compared with the hf backend on the same model. The real SmolLM2 and
 lm-evaluation-harness's local-completions are in test_served_smollm2.py."""
