@@ -64,6 +64,7 @@ class VLLMServer:
         self.extra_args = tuple(extra_args)
         self.port = 0
         self.process: subprocess.Popen | None = None
+        self._began = 0.0
         #: seconds from the command to the first answer of /v1/models
         self.startup_seconds: float | None = None
 
@@ -83,12 +84,24 @@ class VLLMServer:
         return command + list(self.extra_args)
 
     def start(self) -> VLLMServer:
+        """Launch the server and wait until it serves the model."""
+        return self.launch().wait_ready()
+
+    def launch(self) -> VLLMServer:
+        """Launch the server and return at once (wait_ready() waits for it): its start-up can
+        overlap other work, such as loading another engine."""
         self.port = free_port()
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        began = time.perf_counter()
+        self._began = time.perf_counter()
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=engine_env(),
                                             start_new_session=True, cwd=str(ROOT))
+        return self
+
+    def wait_ready(self) -> VLLMServer:
+        """Wait until /v1/models lists the model; an error with the log's tail when the server
+        exits first or startup_timeout passes."""
+        began = self._began
         deadline = began + self.startup_timeout
         while True:
             if self.process.poll() is not None:

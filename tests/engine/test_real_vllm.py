@@ -6,8 +6,8 @@ community-maintained CPU build of vLLM, Apache-2.0, not affiliated with the vLLM
 histbench installed into it). These tests run whenever it is there and skip, saying how to
 create it, when it is not; CI creates it (.ci/run) and sets HISTBENCH_REQUIRE_VLLM=1, under
 which a missing engine fails instead. The server starts once for the module on a free loopback
-port (its start-up, ~1-2 minutes on two busy cores, is most of the time here); the in-process
-engine runs in a subprocess of that virtualenv.
+port (its start-up, 1.5-4 minutes on two busy cores, is most of the time here), and comes up while
+the in-process engine loads and answers in a subprocess of that virtualenv.
 
 Each behaviour that the tests' imitation (tests/servers/completions_server.py) imitates is
 checked once against the real server, and the imitation is asked the same: max_tokens 0 with
@@ -58,13 +58,26 @@ def engine_python():
 
 
 @pytest.fixture(scope="module")
-def real_server(engine_python, smollm2_path, tmp_path_factory):
+def engines(engine_python, smollm2_path, questions, tmp_path_factory):
+    """(the real server, serving; what the in-process engine answered): the server is launched
+    first and comes up while the in-process engine loads and answers in a subprocess of the
+    engine's virtualenv (two start-ups that overlap, on two cores, instead of one after the
+    other)."""
     serve = _serve_module()
     server = serve.VLLMServer(engine_python, smollm2_path, "smollm2", max_model_len=MAX_MODEL_LEN,
                               log=tmp_path_factory.mktemp("vllm-server") / "server.log")
-    server.start()
-    yield server
-    server.stop()
+    server.launch()
+    try:
+        in_process = _in_process(engine_python, smollm2_path, questions, tmp_path_factory.mktemp("vllm-in-process"))
+        server.wait_ready()
+        yield server, in_process
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def real_server(engines):
+    return engines[0]
 
 
 @pytest.fixture(scope="module")
@@ -198,30 +211,39 @@ if __name__ == "__main__":
 """
 
 
-def test_the_in_process_engine_matches_hf(engine_python, smollm2_hf, smollm2_path, questions, tmp_path):
-    """`vllm:` (vLLM's LLM, spawned by histbench's vllm backend inside .venv-vllm): the same
-    Chronologic options within BOUND and the same greedy text, with and without the chat template."""
-    from dataclasses import asdict
-
+def _generate_requests():
     from histbench.core.backends import GenerateRequest
 
+    return [GenerateRequest(messages=[{"role": "user", "content": "Name a river in Italy."}], max_new_tokens=24),
+            GenerateRequest(prompt="In 1851 the Great Exhibition opened in", max_new_tokens=24)]
+
+
+def _in_process(engine_python, model, questions, folder: Path) -> dict:
+    """`vllm:` in a subprocess of the engine's virtualenv (histbench's vllm backend, vLLM's LLM):
+    the answers to two Chronologic questions' options and two greedy generations."""
+    from dataclasses import asdict
+
     requests, _ = _requests(questions, "authors")
-    generate = [GenerateRequest(messages=[{"role": "user", "content": "Name a river in Italy."}], max_new_tokens=24),
-                GenerateRequest(prompt="In 1851 the Great Exhibition opened in", max_new_tokens=24)]
-    job = tmp_path / "job.json"
-    job.write_text(json.dumps({"model": str(smollm2_path), "loglikelihood": [asdict(r) for r in requests],
-                               "generate": [asdict(r) for r in generate]}))
-    script = tmp_path / "in_process.py"
+    job = folder / "job.json"
+    job.write_text(json.dumps({"model": str(model), "loglikelihood": [asdict(r) for r in requests],
+                               "generate": [asdict(r) for r in _generate_requests()]}))
+    script = folder / "in_process.py"
     script.write_text(IN_PROCESS)
-    env = _serve_module().engine_env()
-    done = subprocess.run([str(engine_python), str(script), str(job)], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=900)
+    done = subprocess.run([str(engine_python), str(script), str(job)], capture_output=True, text=True,
+                          env=_serve_module().engine_env(), cwd=folder, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    got = json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT "):])
+
+
+def test_the_in_process_engine_matches_hf(engines, engine_python, smollm2_hf, questions):
+    """`vllm:` (vLLM's LLM, spawned by histbench's vllm backend inside .venv-vllm): the same
+    Chronologic options within BOUND and the same greedy text, with and without the chat template."""
+    got = engines[1]
+    requests, _ = _requests(questions, "authors")
     want = smollm2_hf.loglikelihood(requests)
     diffs = [abs(g[0] - w.logprob) for g, w in zip(got["loglikelihood"], want, strict=True)]
     assert len(diffs) == 9 and max(diffs) <= BOUND, diffs
     assert [g[1] for g in got["loglikelihood"]] == [w.n_tokens for w in want]
-    assert got["generate"] == [r.text for r in smollm2_hf.generate(generate)]
-    assert sys.executable != str(engine_python)
+    assert got["generate"] == [r.text for r in smollm2_hf.generate(_generate_requests())]
+    assert got["generate"][0].strip() and sys.executable != str(engine_python)
