@@ -47,7 +47,7 @@ class VLLMBackend(Backend):
     OPTIONS = {
         "batch_size": (512, "requests handed to vLLM per step (its own scheduler batches them; answers are saved after each step)"),
         "tensor_parallel_size": (1, "GPUs the model is split across"),
-        "dtype": ("auto", "auto, float32, bfloat16 or float16"),
+        "dtype": ("auto", "auto (vLLM's choice: half precision for a float32 model, bfloat16 on CPU), float32, bfloat16 or float16"),
         "max_model_len": (None, "context window (default: the model's)"),
         "gpu_memory_utilization": (0.9, "fraction of GPU memory vLLM may take"),
         "enable_prefix_caching": (True, "reuse the KV cache of shared prompt prefixes"),
