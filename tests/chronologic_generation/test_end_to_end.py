@@ -56,7 +56,6 @@ def scripted_candidate(built):
 def judged(built, tmp_path_factory):
     """One generated, anchored and judged run shared by the tests below."""
     from ..servers.loopback import LoopbackChatServer
-
     from .conftest import ScriptedJudge
 
     tmp = tmp_path_factory.mktemp("e2e")
