@@ -411,7 +411,7 @@ def _eval_model(tmp: Path, spec: str, *options: str, named: str, said: tuple[str
 
 
 def _refused_port(tmp: Path) -> Made:
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from ..servers.loopback import LoopbackChatServer
 
     server = LoopbackChatServer().start()
     spec = server.spec()
