@@ -118,6 +118,7 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
 
     from histbench.builders.machinery.build import discover_builders
     from histbench.core.progress import quiet_datasets
+    from histbench.eval.demo_model import shared_demo_models
     from histbench.eval.plugin import discover_evaluators
     from histbench.eval.report import staged_report
 
@@ -136,7 +137,8 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     evaluators = discover_evaluators(builders)
     work_root = Path(out_root) / "demo-runs"
     # the whole site is staged and replaces build/report only when complete (eval/report.py)
-    with staged_report(Path(out_root) / "report") as report_dir:
+    # one demo model for every benchmark that scores it, loaded once (eval/demo_model.py)
+    with staged_report(Path(out_root) / "report") as report_dir, shared_demo_models():
         index = _demo_site(builders, evaluators, report_dir, work_root)
     log(f"report: {index.with_suffix('.html')} (one page per benchmark beside it; every run's items under viewer/)")
     return index

@@ -18,6 +18,7 @@ import fnmatch
 import hashlib
 import json
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -123,7 +124,9 @@ def _card_data_files(card: Path, error: type[HistbenchError]) -> dict[tuple[str,
     if not text.startswith("---\n") or "\n---" not in text[4:]:
         raise error("the dataset card has no metadata block (configs and data_files)", file=card)
     try:
-        data = yaml.safe_load(text[4:].split("\n---", 1)[0]) or {}
+        # libyaml's parser where PyYAML has it: the card's metadata (every config's features)
+        # is read at every load, and the pure-Python parser took most of a demo's viewer time
+        data = yaml.load(text[4:].split("\n---", 1)[0], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except yaml.YAMLError as exc:
         raise error(f"the dataset card's metadata is not YAML ({exc})", file=card) from exc
     configs = data.get("configs") if isinstance(data, dict) else None
@@ -208,6 +211,11 @@ def load_build_config(
     against the files' current content, and the card (which maps configs to files), gives
     every distinct build its own cache, and never serves rows of files that changed since.
     `data_sha256`, when given, must be what the files are now.
+
+    Within one process a config is loaded once: a later call that verifies the same files
+    and card gets the same `Dataset` object back (`LOADED_KEPT` kept, least recently used
+    dropped first), so treat it as read-only (`set_format` on it would be seen by the next
+    caller).
     """
     import datasets
     from datasets import load_dataset
@@ -221,14 +229,30 @@ def load_build_config(
                         file=folder)
     card = folder / "README.md"
     key = hashlib.sha256(verified.encode() + b"\n" + card.read_bytes()).hexdigest()
+    # the same rows were loaded in this process already (a demo, a report and its viewers
+    # read one build many times): verified just now to be the same files and card
+    remembered = (str(folder.resolve()), str(root), config, split, bool(label_names), key)
+    if remembered in _LOADED:
+        _LOADED.move_to_end(remembered)
+        return _LOADED[remembered]
     quiet_datasets()
     cache_dir = Path(datasets.config.HF_DATASETS_CACHE) / "histbench-builds" / key[:32]
     loaded = load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir))
-    if not label_names:
-        return loaded
-    if isinstance(loaded, datasets.DatasetDict):
-        return datasets.DatasetDict({name: class_labels_to_names(part) for name, part in loaded.items()})
-    return class_labels_to_names(loaded)
+    if label_names:
+        if isinstance(loaded, datasets.DatasetDict):
+            loaded = datasets.DatasetDict({name: class_labels_to_names(part) for name, part in loaded.items()})
+        else:
+            loaded = class_labels_to_names(loaded)
+    _LOADED[remembered] = loaded
+    while len(_LOADED) > LOADED_KEPT:
+        _LOADED.popitem(last=False)
+    return loaded
+
+
+#: configs loaded in this process, by folder, config, split, label names and the key of the
+#: verified files and card (`load_build_config`); the least recently used go first
+LOADED_KEPT = 64
+_LOADED: OrderedDict = OrderedDict()
 
 
 def class_labels_to_names(dataset):
