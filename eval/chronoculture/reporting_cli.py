@@ -10,7 +10,7 @@ from pathlib import Path
 from histbench.core.errors import EvalError, UsageError
 from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.progress import log
-from histbench.eval.demo_model import DEMO_MODEL, demo_label
+from histbench.eval.demo_model import DEMO_MODEL, DEMO_MODEL_OPTIONS, demo_label
 
 from .data import Benchmark, load_benchmark, load_predictions, read_run
 
@@ -110,7 +110,6 @@ def run_report(args: argparse.Namespace) -> None:
 # 60 prompts and its generation took two thirds of the demo's time (docs/chronoculture.md,
 # "The demo's model run"). The paper's generation stays the default of `histbench eval`.
 DEMO_METHOD = "option-probabilities"
-DEMO_MODEL_OPTIONS = {"dtype": "float32"}
 DEMO_LABEL = demo_label("option probabilities")
 # 3 pairs per shift category (36 prompts): the 60 prompts of 20 pairs were the largest
 # share of the demo's CPU (issue 44: at most 120 s for the whole demo); every category is

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def run_demo(built, work_dir: Path, report_dir: Path):
-    from histbench.eval.demo_model import DEMO_MODEL, demo_label, score_with_demo_model
+    from histbench.eval.demo_model import DEMO_MODEL, DEMO_MODEL_OPTIONS, demo_label, score_with_demo_model
     from histbench.eval.report import ReportSection
 
     from .likelihood import evaluate
@@ -18,7 +18,7 @@ def run_demo(built, work_dir: Path, report_dir: Path):
     results = [evaluate(built, baseline="random", run_dir=Path(work_dir) / "likelihood-random", n_resamples=1000)]
     label = demo_label("likelihood")
     note = score_with_demo_model(
-        "chronologic", label, DEMO_MODEL, {"dtype": "float32"},
+        "chronologic", label, DEMO_MODEL, DEMO_MODEL_OPTIONS,
         lambda backend: results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2",
                                                 label=label)))
     figure = accuracy_figure(results, Path(report_dir) / "likelihood_accuracy.png")

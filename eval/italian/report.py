@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.core.markdown import escape_markdown
-from histbench.eval.demo_model import DEMO_MODEL, demo_label
+from histbench.eval.demo_model import DEMO_MODEL, DEMO_MODEL_OPTIONS, demo_label
 from histbench.eval.report import ReportSection, format_ci, markdown_table
 
 from .tasks import MCQ_TASKS, NER_TASKS
@@ -177,7 +177,6 @@ def draw_results(runs: list[dict]):
 # likelihood`, histbench.eval.choices) on the first DEMO_LIMIT rows of every multiple-choice
 # task. Generating the answers instead costs minutes on a CPU for a model that writes
 # almost no parsable answer at this size, so the demo scores the options it could choose.
-DEMO_MODEL_OPTIONS = {"dtype": "float32"}
 DEMO_LABEL = demo_label("likelihood")
 DEMO_LIMIT = 3
 

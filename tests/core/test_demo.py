@@ -98,3 +98,13 @@ def test_the_demo_model_is_loaded_once_for_every_benchmark(monkeypatch):
     assert all(b.closed for b in seen)
     demo_model.score_with_demo_model("italian", "label", "offline:smollm2", {"dtype": "float32"}, seen.append)
     assert len(loaded) == 3 and seen[4].closed and seen[4] is not seen[0]
+
+
+def test_every_benchmark_asks_for_the_demo_model_with_the_same_options():
+    """One SmolLM2 serves the three benchmarks only when they ask with the same options."""
+    from histbench.eval import demo_model
+    from histbench.eval.chronoculture import reporting_cli
+    from histbench.eval.italian import report
+
+    assert reporting_cli.DEMO_MODEL_OPTIONS is report.DEMO_MODEL_OPTIONS is demo_model.DEMO_MODEL_OPTIONS
+    assert demo_model.DEMO_MODEL_OPTIONS == {"dtype": "float32", "token_budget": 256}
