@@ -230,7 +230,7 @@ def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scal
                 if "no variable label matches" not in why:
                     ctx.log(f"  refused: {why}")
         if r.german_samples_without_factors:
-            ctx.log(f"warning: {r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
+            ctx.log(f"{warning}{r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
                     f"into one Germany without reunification factors (the registry documents none for study "
                     f"{r.study}), so each sample counts with its own weights only; give the study's "
                     "`reunification:` from its GESIS documentation")
