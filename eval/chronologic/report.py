@@ -59,6 +59,10 @@ def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str =
     value = f"{interval[key] * scale:.{digits}f}"
     if interval.get("low") is None or interval.get("high") is None:
         return value
+    if interval["low"] == interval["high"]:
+        # no width: said in words, never "[0.0, 0.0]" (issue 43)
+        which = "every resample" if interval.get("constant") else "95% of resamples"
+        return f"{value} ({which} {interval['low'] * scale:.{digits}f})"
     return f"{value} [{interval['low'] * scale:.{digits}f}, {interval['high'] * scale:.{digits}f}]"
 
 
@@ -126,7 +130,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
         row = {"Model": escape_markdown(r["label"])}
         for t in types:
             cell = r["metrics"]["acc"].get(f"type:{t}")
-            row[TYPE_LABELS[t]] = "" if cell is None else f"{cell['estimate'] * 100:.1f} (n={cell['n']})"
+            row[TYPE_LABELS[t]] = "" if cell is None else f"{_cell(cell, 100, 1)} (n={cell['n']})"
         per_type.append(row)
     lines = [
         "Table 3 layout: models sorted by Brier score (lower is better); group columns are accuracy in %. "
@@ -152,11 +156,13 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
         "(1/n) sum_i (p_i - y_i)^2 with p the softmax of the mean per-token log-likelihoods over the "
         "question's own options and y = 1/k on each of its k ground truths ((graded): y = answer "
         "probabilities normalised); acc (sum LL) and acc_norm (LL/char) are lm-evaluation-harness's acc and "
-        "acc_norm. These are full-sample values with 95% intervals.",
+        "acc_norm. These are full-sample values with 95% percentile bootstrap intervals over questions (the "
+        "resamples of Table 3); an interval of no width is said in words.",
         "",
         markdown_table(secondary, secondary_columns),
         "",
-        "Accuracy (%, the Table 3 rule) per reasoning type:",
+        "Accuracy (%, the Table 3 rule) per reasoning type, full-sample values with 95% percentile bootstrap "
+        "intervals and n, the questions of the type:",
         "",
         markdown_table(per_type, ["Model", *(TYPE_LABELS[t] for t in types)]),
     ]

@@ -214,6 +214,7 @@ def headlines(run_dir: Path):
     (bootstrap medians with 95% percentile intervals, as Table 3 quotes them); the answer
     count for a generation run (its scores come from the judges)."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import BOOTSTRAP
 
     results = read_json_object(Path(run_dir) / RESULTS_NAME, error=EvalError)
     label = results.get("label") or Path(run_dir).name
@@ -223,11 +224,13 @@ def headlines(run_dir: Path):
         brier = (metrics.get("brier") or {}).get("overall")
         if brier:
             out.append(Headline(label, "calibrated Brier (Table 3, lower is better)",
-                                format_ci(brier["median"], brier["low"], brier["high"], digits=4)))
+                                format_ci(brier["median"], brier["low"], brier["high"], digits=4, method=BOOTSTRAP,
+                                          n=brier.get("n"), constant=brier.get("constant"))))
         acc = (metrics.get("acc") or {}).get("overall")
         if acc:
             out.append(Headline(label, "accuracy % (Table 3 rule)",
-                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True)))
+                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True,
+                                          method=BOOTSTRAP, n=acc.get("n"), constant=acc.get("constant"))))
         return out
     if results.get("mode") == "generate":
         counts = results.get("counts") or {}
