@@ -806,4 +806,10 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
                                  "limited_change": [bench.pair_id[i] for i in fig.limited_change_examples(e.analysis)]}
                        for e in shown},
                       figures))
-    return parts
+    # results first (issue 43): the findings (RF1-RF3, then Table 5's modal answers), then the
+    # runs' counts, exclusions and the knowledge filter (B.1-B.2), then the robustness checks
+    runs_part = parts.pop(0)
+    modal = [p for p in parts if p.title.startswith("Modal-answer")]
+    parts = [p for p in parts if not p.title.startswith("Modal-answer")]
+    at = next((i for i, p in enumerate(parts) if p.title.startswith("Robustness")), len(parts))
+    return [*parts[:at], *modal, runs_part, *parts[at:]]
