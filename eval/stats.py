@@ -51,10 +51,14 @@ class Interval:
 
 
 def all_equal(samples: np.ndarray) -> bool:
-    """Whether every defined resample is the same value."""
+    """Whether every defined resample is the same value (up to float rounding: resampled
+    means of equal values, 0.2 and 0.19999999999999998, are the same)."""
     defined = np.asarray(samples, dtype=float)
     defined = defined[~np.isnan(defined)]
-    return bool(defined.size) and bool(defined.min() == defined.max())
+    if not defined.size:
+        return False
+    low, high = float(defined.min()), float(defined.max())
+    return high - low <= 1e-12 * max(1.0, abs(low), abs(high))
 
 
 def bootstrap_counts(n: int, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:

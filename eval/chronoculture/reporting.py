@@ -57,10 +57,11 @@ def _bounds(cell: Cell, ci: bool, fmt) -> str:
     n = f"n={cell.n:,}"
     if _nan(cell.low) or _nan(cell.high):
         return f" ({n})"
-    if cell.low == cell.high:
+    low, high = fmt(cell.low), fmt(cell.high)
+    if low == high:   # no width as shown
         which = "every resample" if cell.constant else "95% of resamples"
-        return f" ({which} {fmt(cell.low)}; {n})"
-    return f" [{fmt(cell.low)}, {fmt(cell.high)}] ({n})"
+        return f" ({which} {low}; {n})"
+    return f" [{low}, {high}] ({n})"
 
 
 def pct(cell: Cell, ci: bool = True, digits: int = 1) -> str:

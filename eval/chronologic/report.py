@@ -53,17 +53,21 @@ def run_report(args, reporters: dict) -> list[ReportSection]:
 # --------------------------------------------------------------------------- likelihood
 
 
-def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str = "estimate") -> str:
+def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str = "estimate",
+          with_n: bool = False) -> str:
+    """'0.512 [0.480, 0.544]', with ' (n=3)' when `with_n`; an interval of no width as shown is
+    said in words, never "[0.0, 0.0]" (issue 43): "0.0 (every resample 0.0; n=3)"."""
     if not interval:
         return ""
     value = f"{interval[key] * scale:.{digits}f}"
+    n = f"n={interval['n']}" if with_n and interval.get("n") is not None else ""
     if interval.get("low") is None or interval.get("high") is None:
-        return value
-    if interval["low"] == interval["high"]:
-        # no width: said in words, never "[0.0, 0.0]" (issue 43)
+        return f"{value} ({n})" if n else value
+    low, high = f"{interval['low'] * scale:.{digits}f}", f"{interval['high'] * scale:.{digits}f}"
+    if low == high:
         which = "every resample" if interval.get("constant") else "95% of resamples"
-        return f"{value} ({which} {interval['low'] * scale:.{digits}f})"
-    return f"{value} [{interval['low'] * scale:.{digits}f}, {interval['high'] * scale:.{digits}f}]"
+        return f"{value} ({which} {low}{'; ' + n if n else ''})"
+    return f"{value} [{low}, {high}]" + (f" ({n})" if n else "")
 
 
 def _median(interval: dict | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -130,7 +134,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
         row = {"Model": escape_markdown(r["label"])}
         for t in types:
             cell = r["metrics"]["acc"].get(f"type:{t}")
-            row[TYPE_LABELS[t]] = "" if cell is None else f"{_cell(cell, 100, 1)} (n={cell['n']})"
+            row[TYPE_LABELS[t]] = "" if cell is None else _cell(cell, 100, 1, with_n=True)
         per_type.append(row)
     lines = [
         "Table 3 layout: models sorted by Brier score (lower is better); group columns are accuracy in %. "

@@ -68,7 +68,7 @@ def pct(value, digits: int = 2) -> str:
 def bounds(low, high, constant: bool | None = None) -> str:
     """A bootstrap interval '[low, high]' (percentage points); one of no width in words, never
     "[0.00, 0.00]" (issue 43): every resample gave that value (`constant`), or 95% of them did."""
-    if low is not None and high is not None and low == high:
+    if low is not None and high is not None and pct(low) == pct(high):   # no width as shown
         return f"({'every resample' if constant else '95% of resamples'} {pct(low)})"
     return f"[{pct(low)}, {pct(high)}]"
 

@@ -36,10 +36,11 @@ def format_ci(value: float | None, low: float | None, high: float | None, digits
     text = f"{value * scale:.{digits}f}"
     note = ", ".join(p for p in (method, None if n is None else f"n={n:,}") if p)
     if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
-        if low == high:
+        shown_low, shown_high = f"{low * scale:.{digits}f}", f"{high * scale:.{digits}f}"
+        if shown_low == shown_high:   # no width as shown ("[20.0, 20.0]" from 0.19999999999999998 and 0.2)
             which = "every resample" if constant else "95% of resamples"
-            return f"{text} ({which} {low * scale:.{digits}f}{'; ' + note if note else ''})"
-        text += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+            return f"{text} ({which} {shown_low}{'; ' + note if note else ''})"
+        text += f" [{shown_low}, {shown_high}]"
     return f"{text} ({note})" if note else text
 
 

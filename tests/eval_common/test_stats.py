@@ -106,3 +106,16 @@ def test_format_ci_names_the_method_and_n_and_never_prints_a_zero_width_interval
         "0.0 (every resample 0.0; percentile bootstrap, n=4)"
     assert format_ci(1.0, 1.0, 1.0, 1, True, n=4) == "100.0 (95% of resamples 100.0; n=4)"
     assert format_ci(0.5, 0.4, 0.6) == "0.500 [0.400, 0.600]"
+
+
+def test_an_interval_of_no_width_as_shown_is_said_in_words():
+    """The demo's Chronologic random baseline printed "20.0 [20.0, 20.0]": resampled means of equal
+    values differ by float rounding (0.19999999999999998 and 0.2); both count as every resample the same."""
+    from histbench.core.markdown import format_ci
+    from histbench.eval.chronologic.report import _cell
+
+    assert stats.all_equal(np.array([0.2, 0.19999999999999998, 0.2])) and not stats.all_equal(np.array([0.2, 0.21]))
+    assert format_ci(0.2, 0.19999999999999998, 0.2, 1, True) == "20.0 (95% of resamples 20.0)"
+    cell = {"estimate": 0.2, "low": 0.19999999999999998, "high": 0.2, "n": 3, "constant": True}
+    assert _cell(cell, 100, 1, with_n=True) == "20.0 (every resample 20.0; n=3)"
+    assert _cell({**cell, "low": 0.1, "constant": False}, 100, 1, with_n=True) == "20.0 [10.0, 20.0] (n=3)"
