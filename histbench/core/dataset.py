@@ -282,6 +282,12 @@ def _build_hint(text: str, benchmark: str | None) -> str:
     return f"`histbench build {benchmark or 'BENCHMARK'}`"
 
 
+def missing_build(path: str | Path, benchmark: str | None = None) -> EvalError:
+    """The one line for a build folder that does not exist: how to build it."""
+    text = str(path)
+    return EvalError(f"no build folder {text}: build it with {_build_hint(text, benchmark)}")
+
+
 def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None, benchmark: str | None = None) -> Path:
     """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub.
 
@@ -295,7 +301,7 @@ def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None, be
         return path
     text = str(path_or_id)
     if looks_like_path(path_or_id):
-        raise EvalError(f"no build folder {text}: build it with {_build_hint(text, benchmark)}")
+        raise missing_build(path_or_id, benchmark)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -325,7 +331,9 @@ class BuiltDataset:
         """The build, verified (`verify_build`): a damaged manifest, a tampered file or a card
         pointing elsewhere is an EvalError naming the file, before anything is scored."""
         local = Path(path_or_id).expanduser().exists()
-        built = cls(resolve_dataset_path(path_or_id, revision, benchmark))
+        if not local and looks_like_path(path_or_id):
+            raise missing_build(path_or_id, benchmark)
+        built = cls(resolve_dataset_path(path_or_id, revision))
         built.root = None if local else _hub_cache_root(built.path)
         if not (built.path / MANIFEST_NAME).is_file():
             raise EvalError(f"not a histbench build: {MANIFEST_NAME} is missing", file=built.path)
