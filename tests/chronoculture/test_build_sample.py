@@ -118,3 +118,22 @@ def test_the_sample_build_prints_no_unexplained_warning(tmp_path, capsys):
     run_build(BUILDER, copied, options=BUILDER.demo_options(), out_root=tmp_path / "b")
     err = capsys.readouterr().err
     assert err.count("warning: ") == 8 and "expected for the bundled sample" not in err
+
+
+def test_the_build_summary_writes_counts_as_words_not_raw_dicts(sample_build):
+    """Issue 43: the summary the card and the demo page show said `excluded {"wave_outside_range": 120, ...}`;
+    counts by reason are words now ("wave outside range 120"), and no prose holds a dict."""
+    import re
+
+    from histbench.builders.chronoculture.builder import _markdown
+
+    summary = sample_build["summary"]
+    text = _markdown(summary)
+    prose = [line for line in text.splitlines() if not line.startswith("|")]
+    raw = [line for line in prose if re.search(r"\{\s*[\"'][^\"']*[\"']\s*:", line)]
+    assert not raw, raw
+    wvs = next(f for f in summary["exclusions"]["respondents_per_file"] if f["file"] == "wvs_timeseries_synthetic.sav")
+    outside = sum(wvs["excluded_respondents"]["wave_outside_range"].values())
+    assert f"wave outside range {outside:,}" in text
+    assert "unusable weights: missing 3, zero 2, negative 1" in text
+    assert f"shifted mode unchanged {summary['mcq']['excluded']['shifted_mode_unchanged']:,}" in text
