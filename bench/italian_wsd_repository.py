@@ -11,7 +11,7 @@ MultiWordNet senses, the agreeing fallback), all questions (`--wsd-questions 0`)
 default 200. Not a timing (CPU and wall time are printed all the same): the figures of
 docs/italian.md, "WSD on the whole repository".
 
-Held-out chapters: the tests read chapter 1 only (the real chapter in ../shared/realdata),
+Held-out chapters: the tests read chapter 1 only (its real chapter from the real-data folder),
 and no rule of this build was written while reading chapters 2-38; the reviewer's sample is
 drawn from the even-numbered chapters 2-38 (HELD_OUT), seeded (random.Random(42) over the
 questions sorted by item key), 40 items. Their verdicts are in

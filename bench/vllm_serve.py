@@ -1,4 +1,4 @@
-"""Start and stop the real vLLM OpenAI-compatible server on this machine (issue 41), for
+"""Start and stop the real vLLM OpenAI-compatible server on the local machine (issue 41), for
 `make check-vllm` (bench/vllm_cpu_check.py), bench/served_likelihood.py and the real-engine
 tests (tests/engine/test_real_vllm.py).
 

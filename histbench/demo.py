@@ -170,7 +170,8 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
             with steps(f"{name}: scoring the reference runs and the demo model, and writing its report page"):
                 scored = evaluator.demo(BuiltDataset.open(folder), work_root / name, report_dir / name)
             if scored is not None:
-                sections.append(scored)
+                # results first (issue 43): the build, its audits and a sample row after them
+                sections.insert(0, scored)
                 with steps(f"{name}: a per-item viewer for each of {len(scored.runs)} run(s)"):
                     runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
         pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),

@@ -49,32 +49,38 @@ def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def _bounds(cell: Cell, ci: bool, fmt) -> str:
+    """' [low, high] (n=N)'; an interval of no width in words (never "[0.0, 0.0]"): every
+    resample gave that value, or 95% of them did. n is always shown (issue 43)."""
+    if not ci:
+        return ""
+    n = f"n={cell.n:,}"
+    if _nan(cell.low) or _nan(cell.high):
+        return f" ({n})"
+    low, high = fmt(cell.low), fmt(cell.high)
+    if low == high:   # no width as shown
+        which = "every resample" if cell.constant else "95% of resamples"
+        return f" ({which} {low}; {n})"
+    return f" [{low}, {high}] ({n})"
+
+
 def pct(cell: Cell, ci: bool = True, digits: int = 1) -> str:
     if _nan(cell.estimate):
         return DASH
-    text = f"{100 * cell.estimate:.{digits}f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{100 * cell.low:.{digits}f}, {100 * cell.high:.{digits}f}]"
-    return text
+    return f"{100 * cell.estimate:.{digits}f}" + _bounds(cell, ci, lambda v: f"{100 * v:.{digits}f}")
 
 
 def num(cell: Cell, ci: bool = True, digits: int = 2) -> str:
     if _nan(cell.estimate):
         return DASH
-    text = f"{cell.estimate:.{digits}f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{cell.low:.{digits}f}, {cell.high:.{digits}f}]"
-    return text
+    return f"{cell.estimate:.{digits}f}" + _bounds(cell, ci, lambda v: f"{v:.{digits}f}")
 
 
 def benefit(cell: Cell, ci: bool = True) -> str:
     """Mean benefit x 100, signed."""
     if _nan(cell.estimate):
         return DASH
-    text = f"{100 * cell.estimate:+.2f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{100 * cell.low:+.2f}, {100 * cell.high:+.2f}]"
-    return text
+    return f"{100 * cell.estimate:+.2f}" + _bounds(cell, ci, lambda v: f"{100 * v:+.2f}")
 
 
 # ---------------------------------------------------------------------------
@@ -586,8 +592,9 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     models = [e for e in entries if e.is_model]
     shown = models[:example_limit]
     parts: list[Part] = []
-    ci_note = ("Cells: estimate [bootstrap 95% interval over temporal pairs]; percentages are of the pairs "
-               "in the cell.")
+    ci_note = ("Cells: estimate [95% interval]: Wilson for a share of pairs (every %), a percentile bootstrap over "
+               "temporal pairs for means, medians and benefits; percentages are of the pairs in the cell. An interval "
+               "of no width is said in words (every resample, or 95% of them, gave that value).")
     no_model = "No model run in this report, so there is no per-run figure here (reference runs predict no change)."
 
     # Runs, exclusions, Tables 6 and 7, Figure 11
@@ -800,4 +807,10 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
                                  "limited_change": [bench.pair_id[i] for i in fig.limited_change_examples(e.analysis)]}
                        for e in shown},
                       figures))
-    return parts
+    # results first (issue 43): the findings (RF1-RF3, then Table 5's modal answers), then the
+    # runs' counts, exclusions and the knowledge filter (B.1-B.2), then the robustness checks
+    runs_part = parts.pop(0)
+    modal = [p for p in parts if p.title.startswith("Modal-answer")]
+    parts = [p for p in parts if not p.title.startswith("Modal-answer")]
+    at = next((i for i, p in enumerate(parts) if p.title.startswith("Robustness")), len(parts))
+    return [*parts[:at], *modal, runs_part, *parts[at:]]

@@ -123,7 +123,8 @@ DEMO_MIN_PAIRS = 2
 
 DEMO_INTRO = """\
 The sample build scored with the full ChronoCulture analysis (every table and figure of
-the report; bootstrap 95% intervals over temporal pairs, 1,000 resamples):
+the report; 95% intervals: Wilson for shares of pairs, a percentile bootstrap over temporal pairs,
+1,000 resamples, for means and medians):
 
 {model_bullet}- `uniform`: equal shares for every option, for every prompt (the uniform reference of C.1);
 - `frozen oldest gold` and `frozen newest gold`: oracles that repeat one survey year's
@@ -148,7 +149,7 @@ DEMO_MODEL_BULLET = """\
   pairs, drawn with `--sample {n} --stratify shift_category --sample-seed {seed}`**: equal
   shares of the four shift categories ({strata}), as the 300-pair sample of F.3. It gave a
   valid distribution for {valid} of its {prompts} prompts (the others lack an option,
-  repeat one, or give no numbers: counted by reason in the first table), so {analysed} of
+  repeat one, or give no numbers: counted by reason in the runs table), so {analysed} of
   the {n} pairs have valid answers for both years. Like F.3, the run is analysed without
   the knowledge filter (Tables 7, 26 and 27 show the filter's levels); its topic and
   region cells need {min_pairs} pairs instead of C.4's 20 (the subset is small). Its

@@ -65,6 +65,14 @@ def pct(value, digits: int = 2) -> str:
     return f"{100 * value:.{digits}f}"
 
 
+def bounds(low, high, constant: bool | None = None) -> str:
+    """A bootstrap interval '[low, high]' (percentage points); one of no width in words, never
+    "[0.00, 0.00]" (issue 43): every resample gave that value (`constant`), or 95% of them did."""
+    if low is not None and high is not None and pct(low) == pct(high):   # no width as shown
+        return f"({'every resample' if constant else '95% of resamples'} {pct(low)})"
+    return f"[{pct(low)}, {pct(high)}]"
+
+
 def signed(value, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -127,7 +135,7 @@ def table4(models: dict) -> str:
             continue
         rows.append({"Model": escape_markdown(label), "Name": pct(paired["name_only"]["accuracy"]),
                      "Source": pct(paired["source_grounded"]["accuracy"]), "Δ": signed(diff["estimate"]),
-                     "95% CI": f"[{pct(diff['low'])}, {pct(diff['high'])}]", "W→C": t["W->C"], "C→W": t["C->W"],
+                     "95% CI": bounds(diff['low'], diff['high'], diff.get('constant')), "W→C": t["W->C"], "C→W": t["C->W"],
                      "C→C": t["C->C"], "W→W": t["W->W"],
                      "McNemar p": pval(t["mcnemar_p"]), "Bonferroni p": pval(t.get("mcnemar_p_bonferroni"))})
     return markdown_table(rows, ["Model", "Name", "Source", "Δ", "95% CI", "W→C", "C→W", "C→C", "W→W", "McNemar p",
@@ -163,8 +171,8 @@ def table5(models: dict) -> str:
             "Source": pct(paired["source_grounded"]["accuracy"]),
             "Shuffle A/B/C": " / ".join(pct(paired[s]["accuracy"]) for s in SHUFFLES if s in paired),
             "Shuffle range": f"{pct(min(shuffles))}–{pct(max(shuffles))}" if shuffles else "",
-            "Δ S−C [95% CI]": f"{signed(sc['estimate'])} [{pct(sc['low'])}, {pct(sc['high'])}]" if sc else "",
-            "Δ S−Shuf [95% CI]": f"{signed(sshuf['estimate'])} [{pct(sshuf['low'])}, {pct(sshuf['high'])}]" if sshuf else "",
+            "Δ S−C [95% CI]": f"{signed(sc['estimate'])} {bounds(sc['low'], sc['high'], sc.get('constant'))}" if sc else "",
+            "Δ S−Shuf [95% CI]": f"{signed(sshuf['estimate'])} {bounds(sshuf['low'], sshuf['high'], sshuf.get('constant'))}" if sshuf else "",
             "p (S vs C)": pval(t.get("context_only", {}).get("mcnemar_p")),
             "max p (S vs each shuffle)": pval(max(shuffle_p)) if shuffle_p else "",
         })
@@ -180,8 +188,8 @@ def table6(models: dict) -> str:
             continue
         cb, th, loo = rob["cluster_bootstrap"], rob["thinning"], rob["leave_one_entity_out"]
         rows.append({"Model": escape_markdown(label), "Pair gain (pp)": signed(rob["pair_gain"]),
-                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} [{pct(cb['low'])}, {pct(cb['high'])}]",
-                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} [{pct(th['low'])}, {pct(th['high'])}]",
+                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} {bounds(cb['low'], cb['high'])}",
+                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} {bounds(th['low'], th['high'])}",
                      "LOO range (pp)": f"{pct(loo['min'])}–{pct(loo['max'])}",
                      "Entities (repeated)": f"{cb['entities']} ({rob['repeated_entities']})"})
     return markdown_table(rows, ["Model", "Pair gain (pp)", "Cluster boot. mean [95% CI]",

@@ -273,23 +273,67 @@ def class_labels_to_names(dataset):
     return Dataset(InMemoryTable(table), info=DatasetInfo(features=features), split=dataset.split)
 
 
-def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None) -> Path:
-    """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub."""
+def looks_like_path(text: str | Path) -> bool:
+    """Whether a build argument names a folder of this disk rather than a Hub dataset id ORG/NAME.
+
+    A path: a `Path`; text that starts with `.`, `/` or `~`, holds a backslash (or this
+    system's separator other than `/`), more than one `/` or a trailing one; or whose first
+    part is `build` (where `histbench build` writes) or a folder that exists here (`runs/x`
+    when `runs/` does). Only what is left (exactly `ORG/NAME`) may be a Hub id.
+    """
+    import os
+
+    if isinstance(text, Path):
+        return True
+    text = str(text)
+    if text.startswith((".", "/", "~")) or "\\" in text or (os.sep != "/" and os.sep in text):
+        return True
+    if text.count("/") != 1 or text.endswith("/"):
+        return True
+    first = text.split("/", 1)[0]
+    return first == "build" or Path(first).is_dir()
+
+
+def _build_hint(text: str, benchmark: str | None) -> str:
+    """`histbench build BENCHMARK`, the benchmark named by `benchmark` or by the folder's
+    name (`chronologic-1.0.0`), else the word BENCHMARK."""
+    if benchmark is None:
+        from histbench.builders.machinery.build import discover_builders
+
+        name = Path(text).name
+        benchmark = next((b for b in sorted(discover_builders(), key=len, reverse=True) if name.startswith(f"{b}-")),
+                         None)
+    return f"`histbench build {benchmark or 'BENCHMARK'}`"
+
+
+def missing_build(path: str | Path, benchmark: str | None = None) -> EvalError:
+    """The one line for a build folder that does not exist: how to build it."""
+    text = str(path)
+    return EvalError(f"no build folder {text}: build it with {_build_hint(text, benchmark)}")
+
+
+def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None, benchmark: str | None = None) -> Path:
+    """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub.
+
+    An argument that looks like a path (`looks_like_path`) and does not exist is refused
+    in one line saying how to build it: it is never looked up on the Hub.
+    """
     path = Path(path_or_id).expanduser()
     if path.exists():
         if not path.is_dir():
             raise EvalError("a built dataset is a folder (build/<benchmark>-<version>)", file=path)
         return path
     text = str(path_or_id)
-    if text.count("/") != 1 or text.startswith((".", "/", "~")):
-        raise EvalError("no such dataset folder, and not a Hub id of the form ORG/NAME", file=text)
+    if looks_like_path(path_or_id):
+        raise missing_build(path_or_id, benchmark)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
         return Path(snapshot_download(repo_id=text, repo_type="dataset", revision=revision))
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise EvalError(f"could not download dataset from the Hub: {exc}", file=text) from exc
+        raise EvalError(f"no folder {text} here, and could not download it from the Hub as a dataset id: {exc}",
+                        file=text) from exc
 
 
 def _hub_cache_root(path: Path) -> Path:
@@ -311,6 +355,8 @@ class BuiltDataset:
         """The build, verified (`verify_build`): a damaged manifest, a tampered file or a card
         pointing elsewhere is an EvalError naming the file, before anything is scored."""
         local = Path(path_or_id).expanduser().exists()
+        if not local and looks_like_path(path_or_id):
+            raise missing_build(path_or_id, benchmark)
         built = cls(resolve_dataset_path(path_or_id, revision))
         built.root = None if local else _hub_cache_root(built.path)
         if not (built.path / MANIFEST_NAME).is_file():

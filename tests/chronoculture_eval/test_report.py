@@ -146,6 +146,13 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
         assert f"**The paper's Table {number} (" in text, number
     assert "| paper (reference) | Llama-3.3-70B | 64.5 | 26.2 | 9.2 |" in text          # Table 13
     assert "your run" not in text
+    # results first (issue 43): RF1-RF3 and Table 5, then the runs and the knowledge filter (Table 6), then
+    # robustness (Table 22)
+    assert text.index("Table 8.") < text.index("Table 15.") < text.index("Table 5.") < text.index("Table 6.") \
+        < text.index("Table 22.")
+    # every interval names n and none of no width is printed as certainty; the cells say their methods
+    assert "(n=20)" in text and not re.search(r"\[(-?[\d.]+), \1\]", text)
+    assert "Wilson for a share of pairs" in text
     from histbench.eval.report import markdown_to_html
 
     page = markdown_to_html(text, "ChronoCulture")

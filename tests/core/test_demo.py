@@ -66,6 +66,20 @@ def test_demo_unknown_benchmark(toy_demo, tmp_path):
         demo.run_demo(out_root=tmp_path, only=["nope"])
 
 
+def test_the_page_leads_with_results_then_the_build_summary_then_the_sample_row(toy_demo, tmp_path):
+    """Issue 43: a benchmark's page opens with its results; the build, its summary (where the
+    shortcut audits are) and the sample row come after them."""
+    index = demo.run_demo(out_root=tmp_path / "build")
+    page = (index.parent / "toy.html").read_text()
+    results = page.index("baseline accuracy: 1.000")
+    build = page.index("Built from the bundled sample sources")
+    summary = page.index("12 lines read.")
+    sample = page.index("i0")
+    assert results < build < summary and build < sample, (results, build, summary, sample)
+    markdown = index.read_text()
+    assert markdown.index("Always-'different'") < markdown.index("### A sample row")
+
+
 def test_the_demo_model_is_loaded_once_for_every_benchmark(monkeypatch):
     """Issue 44: ChronoCulture, Chronologic and Italian each loaded SmolLM2 again; within
     `shared_demo_models()` (what `histbench demo` runs in) a spec and options load once,
