@@ -151,7 +151,7 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     assert text.index("Table 8.") < text.index("Table 15.") < text.index("Table 5.") < text.index("Table 6.") \
         < text.index("Table 22.")
     # every interval names n and none of no width is printed as certainty; the cells say their methods
-    assert "(n=20)" in text and not re.search(r"\[(-?[\d.]+), \1\]", text)
+    assert "(n=12)" in text and not re.search(r"\[(-?[\d.]+), \1\]", text)
     assert "Wilson for a share of pairs" in text
     from histbench.eval.report import markdown_to_html
 
