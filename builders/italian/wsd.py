@@ -788,7 +788,9 @@ def choose_distractors(
         if proposals:
             stats["Wiktionary candidates offered for single words"] += len(proposals)
         if lexicon is not None and is_single_word(entry):
-            senses, counts = lexicon.distractors(entry.text, [entry.answer, *glosses[id(entry)]])
+            senses, counts = lexicon.distractors(entry.text, [entry.answer, *glosses[id(entry)]],
+                                                 notes=[" ".join(sorted(content_words(item["text"][:300], rules, entry.text)))
+                                                        for item in entry.explanations] if rules is not None else None)
             for name, value in counts.items():
                 stats[f"MultiWordNet: {name}"] += value
             stats["MultiWordNet: single words with at least one sense"] += bool(counts["senses of the lemma"])

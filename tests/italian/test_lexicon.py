@@ -153,3 +153,67 @@ def test_a_word_spelt_like_the_target_has_another_meaning(wordnet):
     # "saltimbanco"), nor a derivative of the target's stem
     assert not [t for t, _ in wordnet.paronyms("cantambanchi", 0.5, ["Saltimbanchi"]) if t.lower().startswith(("cantamb", "saltimb"))]
     assert W.source_kind(alike[0][1]) == "multiwordnet (a word spelt like the target, another meaning)"
+
+
+def test_lemma_candidates_undo_manzonis_forms_in_turn_3_1(wordnet):
+    from histbench.builders.italian.lexicon import lemma_candidates
+
+    # an elided article, an apocopated infinitive, enclitic pronouns: simplemma alone misses them
+    assert wordnet.lemmas_of("un'uggia") == ["uggia"]
+    assert "adoperare" in wordnet.lemmas_of("d'adoperarsi")
+    assert "adoperare" in lemma_candidates("rattenerne", 1) or "rattenere" in lemma_candidates("rattenerne", 0)
+    # a plural to its masculine singular, not through simplemma's guess of a feminine ("birre" -> "birra")
+    assert wordnet.lemmas_of("pinzochere") == ["pinzochero"]
+    assert "birra" not in lemma_candidates("birri", 1) and "birro" in lemma_candidates("birri", 1)
+    # a prepositional phrase joined by an apostrophe is not its noun
+    assert "omero" not in lemma_candidates("sull'omero", 0)
+    # a spelling variant ("ufizio": "uffizio") only when it reaches the gold's sense
+    assert wordnet.lemmas_of("ufizio") == []
+    anchors, _ = wordnet.overlapping(["O, piuttosto, ufficio"], "ufizio")
+    assert wordnet.lemmas_of("ufizio", anchors) == ["uffizio"]
+    # an accent Manzoni marks ("vòti", empty) does not make the word "voti" (vows) unanchored
+    assert "voto" not in wordnet.lemmas_of("vòti")
+
+
+def test_a_sense_that_is_a_second_right_answer_is_refused_3_1(wordnet):
+    refused = "senses naming the gold's sense through a synonym, a derivative or a shown word (refused)"
+    # a synonym of the sense also means the gold ("conoscenza" is "Consapevolezza")
+    found, counts = wordnet.distractors("cognizione", ["Consapevolezza"])
+    assert [t for t, _ in found] == ["Competenza, giurisdizione"] and counts[refused] == 1
+    # a synonym derived from the gold's word ("stancare", "Stanco"), and the lemma's only adjective
+    # sense when none is linked to the gold ({affaticato, debilitato, ...})
+    found, counts = wordnet.distractors("stracco", ["Stanco", "stanco"])
+    assert found == [] and counts[refused] == 1
+    assert counts["senses that are the lemma's only one in the gold's part of speech, none being the gold's (refused)"] == 1
+    # a sense shown by a word that names the gold's sense: "abito" (the saio) for the sackcloth
+    found, _ = wordnet.distractors("sacco", ["La ruvida stoffa del saio francescano", "nel saio"])
+    texts = [t for t, _ in found]
+    assert not any(t.startswith("Abito") for t in texts) and "Borsa" in texts
+    # a word a commentator's note uses ("Ma è anche dolore"): a sense that note admits
+    found, _ = wordnet.distractors("sofferenza", ["Pazienza", "alla pazienza, alla sopportazione"],
+                                   notes=["anche dolore pazienza sopportazione umiliazione"])
+    assert not any("dolore" in t.lower() for t, _ in found) and found
+
+
+def test_choose_distractors_never_offers_a_second_right_answer_from_the_notes(wordnet):
+    from histbench.builders.italian.embeddings import Embedder
+
+    rules = W.Rules.from_config(__import__("yaml").safe_load(
+        (__import__("pathlib").Path(W.__file__).parents[2] / "sources" / "italian" / "wsd_rules.yaml").read_text("utf-8")))
+    target = _entry("sofferenza", "Pazienza", "alla pazienza, alla sopportazione. Ma è anche dolore, umiliazione.", 1)
+    pool = [target] + [_entry(w, a, a.lower(), k) for k, (w, a) in enumerate(
+        [("livrea", "Divisa"), ("soverchieria", "Prepotenza"), ("grida", "Bando, proclama"), ("cura", "Canonica"),
+         ("nappa", "Fiocco"), ("guardia", "Elsa")], start=2)]
+    stats: Counter = Counter()
+    W.choose_distractors([target], pool, Embedder("tfidf"), 0.99, None, None, stats, rules=rules, lexicon=wordnet)
+    texts = [t for t, _ in target.distractors]
+    assert len(texts) == 5 and not any("dolore" in t.lower() for t in texts)
+    assert any(s.startswith("multiwordnet: sofferenza") for _, s in target.distractors)
+
+
+def test_a_sense_is_shown_by_its_definition_without_quoted_examples(wordnet):
+    found, _ = wordnet.distractors("naturale", ["Indole, carattere"])
+    texts = [t for t, _ in found]
+    assert "Genuino, spontaneo, non artificioso" in texts
+    # the dump's examples repeat the target ("'affetto naturale'") and its cp1252 apostrophes are mended
+    assert not any("'" in t or "\x92" in t or "naturale" in t.lower() for t in texts)
