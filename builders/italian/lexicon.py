@@ -422,8 +422,8 @@ class ItalianWordnet:
                       and not {w.lower() for w in _WORD.findall(x)} & lemma_set]    # "conto portoghese" repeats "conto"
             if others:
                 text = ", ".join(others[:3])
-            elif sense.gloss:
-                text = sense.gloss.rstrip(" .;")
+            elif sense.gloss and not {w.lower() for w in _WORD.findall(sense.gloss)} & lemma_set:
+                text = sense.gloss.rstrip(" .;")          # not "... la forma di un sacco" for "sacco"
             elif (broader := self.hypernym_lemmas(sense.synset, lemma_set)):
                 text = "sorta di " + ", ".join(broader[:2])        # "genio" (the spirit): "sorta di spirito"
             else:

@@ -216,4 +216,8 @@ def test_a_sense_is_shown_by_its_definition_without_quoted_examples(wordnet):
     texts = [t for t, _ in found]
     assert "Genuino, spontaneo, non artificioso" in texts
     # the dump's examples repeat the target ("'affetto naturale'") and its cp1252 apostrophes are mended
-    assert not any("'" in t or "\x92" in t or "naturale" in t.lower() for t in texts)
+    assert not any("; '" in t or "\x92" in t or "naturale" in t.lower() for t in texts)
+    assert "Basato sulla natura individuale, sull’istinto" in texts
+    # a definition that names the target is not a way of showing a sense
+    sacco, _ = wordnet.distractors("sacco", ["Borsa"])
+    assert not any("sacco" in t.lower() for t, _ in sacco)
