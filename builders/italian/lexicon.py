@@ -8,13 +8,16 @@ audit use.
   them compiled into SQLite files inside the installed package; histbench instead loads the
   three dumps and the shared relation table (hypernymy, similarity), read-only, into an
   in-memory SQLite database (the standard library's sqlite3;
-  about three seconds) and queries that. A target word is lemmatised with simplemma (its Italian
-  form-to-lemma dictionary) and looked up as written and as its lemma.
+  about three seconds) and queries that. A target word is looked up through lemma candidates
+  tried in turn (`lemma_candidates`: the form and simplemma's lemmas, then inflection undone
+  by rule, then spelling variants of Manzoni's usage anchored to the gold's sense).
 - **Other senses.** `distractors(word, avoid)` offers every synset of the lemma except those
   that overlap the gold or a commentator's gloss: a synset is refused when one of its lemmas
   is a word of those glosses (lemmatised), or when it is a synset of such a word (the
   glosses' synonym sets, not only their spelling), one hypernym, hyponym or similarity link
-  from one, or shares its direct hypernym. Each remaining sense is expressed by up to
+  from one, or shares its direct hypernym; and when it would be a second right answer
+  (`names_gloss_sense`, a commentator's note using its word, or the unanchored lemma's only
+  sense in the gold's part of speech). Each remaining sense is expressed by up to
   three of its other lemmas (never the target's lemma nor a compound holding it), else by its
   Italian gloss, else as "sorta di" its hypernym's lemmas; a sense with none of these cannot
   be shown and is counted. Senses of the part of speech the gold
