@@ -196,8 +196,13 @@ class _Run:
         if chat is not None:
             W.chat_screen_and_answer(entries, chat, prompts, rules, stats)
         else:
+            screen_lexicon = None
+            if self.o.get("wsd_lexicon", "multiwordnet") == "multiwordnet":
+                from . import lexicon as screen_lex
+
+                screen_lexicon = screen_lex.shared_wordnet()
             for entry in entries:
-                screened = W.offline_screen(entry, rules, stats, refusals)
+                screened = W.offline_screen(entry, rules, stats, refusals, lexicon=screen_lexicon)
                 entry.screening = {k: v for k, v in screened.items() if k != "answer"}
                 if screened["kept"]:
                     entry.answer = screened["answer"]

@@ -436,11 +436,28 @@ def _voices(notes: list, rules: Rules) -> dict[int, str]:
     return voices
 
 
-def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None) -> dict:
+def synonyms_agree(a: str, b: str, rules: Rules, phrase: str, lexicon) -> bool:
+    """Two glosses agree through the sense inventory when a content word of one and a content
+    word of the other (words of `phrase` not counted) share a MultiWordNet synset ("pauroso"
+    / "vile", "finezze": "gentilezze" / "cortesia"): the same meaning in other words, which
+    the spelling agreement misses."""
+    senses_a = {sid for w in content_words(a, rules, phrase) for lemma in lexicon.lemmas_of(w)
+                for sid, _ in lexicon.synsets(lemma)}
+    if not senses_a:
+        return False
+    return any(sid in senses_a for w in content_words(b, rules, phrase) for lemma in lexicon.lemmas_of(w)
+               for sid, _ in lexicon.synsets(lemma))
+
+
+def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None,
+                   lexicon=None) -> dict:
     """The offline stand-in for the paper's LLM screening and synthesis (module doc, step
     3): kept when a gloss of a note on exactly this phrase agrees with a gloss of another
     commentator (any note of the phrase); the answer is that gloss, the one most commentators
-    agree with (then the closest to the others, then the shortest)."""
+    agree with (then the closest to the others, then the shortest). With the sense inventory
+    (`lexicon`), glosses that share no word also agree when they share a synset
+    (`synonyms_agree`); only notes the rules read as glosses take part, so no refused class
+    comes back."""
     from rapidfuzz import fuzz
 
     phrase = entry.phrase
@@ -459,19 +476,24 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
                 refusals[why] += 1
         if gloss is not None:
             glosses.append((i, gloss, exact))
-    best, best_key, support = None, None, []
+    best, best_key, support, by_synonym = None, None, [], False
     for i, gloss, exact in glosses:
         if not exact:
             continue
         agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
                            and glosses_agree(gloss, other, rules, entry.context)})
+        through_synonyms = False
+        if not agreeing and lexicon is not None:
+            agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
+                               and synonyms_agree(gloss, other, rules, entry.context, lexicon)})
+            through_synonyms = bool(agreeing)
         if not agreeing:
             continue
         others = [o for j, o, _ in glosses if voices[j] != voices[i]]
         closeness = float(np.mean([fuzz.token_set_ratio(gloss, o) for o in others]))
-        key = (len(agreeing), closeness, -len(gloss.split()), -i)
+        key = (not through_synonyms, len(agreeing), closeness, -len(gloss.split()), -i)
         if best_key is None or key > best_key:
-            best, best_key, support = (i, gloss), key, agreeing
+            best, best_key, support, by_synonym = (i, gloss), key, agreeing, through_synonyms
     if best is None:
         reason = (f"{len(glosses)} note(s) open with a gloss; none on exactly this phrase agrees with another "
                   "commentator's" if glosses else "no note opens with a gloss")
@@ -479,7 +501,9 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
     i, gloss = best
     answer = gloss[:1].upper() + gloss[1:]
     reason = (f"the gloss of {notes[i].commentator} agrees with {len(support)} other commentator(s) "
-              f"({', '.join(support)})")
+              f"({', '.join(support)})" + (" through a MultiWordNet synonym" if by_synonym else ""))
+    if stats is not None and by_synonym:
+        stats["entries kept through a synonym agreement (MultiWordNet)"] += 1
     return {"method": OFFLINE_SCREENING, "kept": True, "reason": reason, "answer": answer}
 
 

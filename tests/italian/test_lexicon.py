@@ -221,3 +221,27 @@ def test_a_sense_is_shown_by_its_definition_without_quoted_examples(wordnet):
     # a definition that names the target is not a way of showing a sense
     sacco, _ = wordnet.distractors("sacco", ["Borsa"])
     assert not any("sacco" in t.lower() for t, _ in sacco)
+
+
+def _two_notes(text: str, first: str, second: str) -> W.Entry:
+    notes = [Note(c, c, f"{c}9", "cap3.xml", "cap3", 9, 9, text, gloss) for c, gloss in (("A", first), ("B", second))]
+    return W.Entry(Phrase("cap3", 9, 9, notes, 2), text, f"un uomo {text} e tremante", 8, 8 + len(text),
+                   [{"commentator": n.commentator, "note_id": n.note_id, "lemma": n.lemma, "text": n.explanation}
+                    for n in notes])
+
+
+def test_screening_hears_two_commentators_agree_through_a_synonym_3_1(wordnet):
+    rules = W.Rules.from_config(__import__("yaml").safe_load(
+        (__import__("pathlib").Path(W.__file__).parents[2] / "sources" / "italian" / "wsd_rules.yaml").read_text("utf-8")))
+    entry = _two_notes("pusillanime", "pauroso;", "vile.")
+    # no shared word: the spelling agreement alone refuses the entry
+    assert not W.offline_screen(entry, rules)["kept"]
+    stats: Counter = Counter()
+    kept = W.offline_screen(entry, rules, stats, lexicon=wordnet)
+    assert kept["kept"] and kept["answer"] in ("Pauroso", "Vile") and "through a MultiWordNet synonym" in kept["reason"]
+    assert stats["entries kept through a synonym agreement (MultiWordNet)"] == 1
+    # a note the rules refuse (a remark naming Manzoni) takes no part, synonym or not
+    remark = _two_notes("pusillanime", "pauroso;", "Il Manzoni qui vuol dire vile, con ironia.")
+    assert not W.offline_screen(remark, rules, lexicon=wordnet)["kept"]
+    # unrelated glosses still disagree
+    assert not W.offline_screen(_two_notes("pusillanime", "pauroso;", "ricco."), rules, lexicon=wordnet)["kept"]
