@@ -56,7 +56,7 @@ import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -927,6 +927,10 @@ class _Fallback:
         if self.lexicon is None or not found:
             return found
         target = self.lexicon.features(entry.text)
+        if target.pos is None and entry.answer:
+            # a word the wordnet does not know ("quartiere", a noun in -ere): the gold's part of
+            # speech stands for it, so an infinitive is not offered for a noun
+            target = replace(target, pos=self.lexicon.features(entry.answer).pos)
         gold_near = spelling_similarity(entry.answer, entry.text) >= NEAR_FORM
         out = []
         for text, source in found:

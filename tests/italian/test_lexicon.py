@@ -245,3 +245,18 @@ def test_screening_hears_two_commentators_agree_through_a_synonym_3_1(wordnet):
     assert not W.offline_screen(remark, rules, lexicon=wordnet)["kept"]
     # unrelated glosses still disagree
     assert not W.offline_screen(_two_notes("pusillanime", "pauroso;", "ricco."), rules, lexicon=wordnet)["kept"]
+
+
+def test_the_fallback_takes_the_golds_part_of_speech_for_a_word_the_wordnet_lacks(wordnet):
+    from histbench.builders.italian.embeddings import Embedder
+
+    # "quartiere" (a noun in -ere, absent from MultiWordNet) has the form class of an infinitive;
+    # its gold "Appartamento" is a noun, so infinitives are not offered for it
+    target = _entry("quartiere", "Appartamento", "appartamento", 1)
+    pool = [target, _entry("sbrattare", "Sgombrare", "sgombrare", 2), _entry("balzellare", "Traballare", "traballare", 3),
+            _entry("verziere", "Orto, giardino", "orto", 4)]
+    assert W.form_class("quartiere") == W.form_class("sbrattare") == W.form_class("verziere")
+    stats: Counter = Counter()
+    texts = [t for t, _ in W._Fallback(pool, Embedder("tfidf"), wordnet).candidates(target, stats)]
+    assert texts == ["Orto, giardino"]
+    assert stats["fallback candidates disagreeing with the target in part of speech, gender or number (refused)"] == 2
