@@ -19,7 +19,8 @@ printed beside the paper's figures, `funnel`):
    the older text or a variant reading (a form with a usage label included), a paraphrase
    of the story, a fragment, a comment longer than `gloss_words` words, or the phrase
    itself. An entry is kept when the gloss of a note on exactly its phrase agrees with
-   (shares a content word with: `glosses_agree`) a gloss of another commentator (notes on a
+   (shares a content word with: `glosses_agree`; with the sense inventory, or a MultiWordNet
+   synset: `synonyms_agree`) a gloss of another commentator (notes on a
    longer or shorter span support, never answer: they gloss a neighbouring word; two
    editions of one commentary, or copied notes, are one voice: `_voices`); the answer is
    the gloss most commentators agree with (then the closest to the others, the shortest);
