@@ -24,7 +24,7 @@ keep it out of the repository.
 
 Printed: the funnel beside the paper's; distractor sources; single-word items, and those with
 at least three distractors that are other senses of the target's lemma (MultiWordNet or
-Wiktionary); Latin and Spanish phrases; the shortcut audit (every rule, chance, the margin);
+Wiktionary), in every question and in the default draw of 200 (a second build); Latin and Spanish phrases; the shortcut audit (every rule, chance, the margin);
 the verdict counts of the sample when the review file holds them all.
 """
 
@@ -158,6 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.error("give --leggomanzoni ROOT or --built FOLDER")
         rows = report("whole repository, every question (--wsd-questions 0)", folder, manifest)
+        if args.leggomanzoni and not args.built:
+            default_folder, default_manifest = build(work / "default", args.leggomanzoni)
+            drawn = rows_of(default_folder)
+            singles = [r for r in drawn if single_word(r["target_phrase"])]
+            three = sum(1 for r in singles if other_senses(r) >= 3)
+            print(f"\n== the default draw (--wsd-questions 200, words with three other senses drawn first): "
+                  f"{len(drawn)} questions; single-word {len(singles)}, with >= 3 distractors that are other senses "
+                  f"of the lemma: {three} ({100 * three / max(len(singles), 1):.1f}%)")
+            print("\n".join(audit_lines(default_manifest["summary"]["tasks"]["wsd"]["shortcut_audit"])))
         items = sample(rows)
         if args.sample_out:
             write_sample(items, args.sample_out)

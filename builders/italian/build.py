@@ -233,6 +233,8 @@ class _Run:
 
             wordnet = lexicon.shared_wordnet()
             self.summary["wsd_lexicon"] = {"name": "MultiWordNet (Italian)", "licence": lexicon.LICENCE}
+            if limit < len(usable):
+                usable = W.prefer_sense_inventory(usable, wordnet, rules, stats)
         ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
         distractor_rng = np.random.default_rng([self.ctx.seed, 3])
         chosen: list = []

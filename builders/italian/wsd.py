@@ -780,6 +780,33 @@ def commentator_glosses(entry: Entry, rules: Rules | None) -> list[str]:
     return [g for g in out if g]
 
 
+def lexicon_senses(entry: Entry, lexicon, rules: Rules | None, glosses: list[str] | None = None) -> tuple[list, dict]:
+    """The other senses of a single-word target the lexicon offers (lexicon.py
+    `distractors`), avoiding the gold and the commentators' glosses and notes."""
+    glosses = commentator_glosses(entry, rules) if glosses is None else glosses
+    notes = ([" ".join(sorted(content_words(item["text"][:300], rules, entry.text))) for item in entry.explanations]
+             if rules is not None else None)
+    return lexicon.distractors(entry.text, [entry.answer, *glosses], notes=notes)
+
+
+def prefer_sense_inventory(entries: list[Entry], lexicon, rules: Rules | None, stats: Counter) -> list[Entry]:
+    """The entries in their order, but with the unreviewed single words whose lemma has at
+    least three showable other senses moved up behind the reviewed ones: when the screening
+    keeps more entries than the questions asked, those that test a word's senses are asked
+    first (the order among each group is unchanged)."""
+    reviewed = [e for e in entries if e.review is not None]
+    rich, rest = [], []
+    for entry in entries:
+        if entry.review is not None:
+            continue
+        if is_single_word(entry) and len(lexicon_senses(entry, lexicon, rules)[0]) >= 3:
+            rich.append(entry)
+        else:
+            rest.append(entry)
+    stats["entries drawn first for three other senses of the lemma (MultiWordNet)"] = len(rich)
+    return reviewed + rich + rest
+
+
 @dataclass
 class DistractorRules:
     """How distractors are checked and chosen (module doc, step 5)."""
@@ -813,9 +840,7 @@ def choose_distractors(
         if proposals:
             stats["Wiktionary candidates offered for single words"] += len(proposals)
         if lexicon is not None and is_single_word(entry):
-            senses, counts = lexicon.distractors(entry.text, [entry.answer, *glosses[id(entry)]],
-                                                 notes=[" ".join(sorted(content_words(item["text"][:300], rules, entry.text)))
-                                                        for item in entry.explanations] if rules is not None else None)
+            senses, counts = lexicon_senses(entry, lexicon, rules, glosses[id(entry)])
             for name, value in counts.items():
                 stats[f"MultiWordNet: {name}"] += value
             stats["MultiWordNet: single words with at least one sense"] += bool(counts["senses of the lemma"])

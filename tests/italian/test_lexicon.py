@@ -260,3 +260,17 @@ def test_the_fallback_takes_the_golds_part_of_speech_for_a_word_the_wordnet_lack
     texts = [t for t, _ in W._Fallback(pool, Embedder("tfidf"), wordnet).candidates(target, stats)]
     assert texts == ["Orto, giardino"]
     assert stats["fallback candidates disagreeing with the target in part of speech, gender or number (refused)"] == 2
+
+
+def test_words_with_a_sense_inventory_are_drawn_first_behind_reviewed_ones(wordnet):
+    # the build's default draw (200 of the repository's questions) asks first the single words whose
+    # lemma has three showable other senses, keeping the reviewed entries in front
+    reviewed = _entry("rabbattuto", "Accostato", "accostato", 1)
+    reviewed.review = object()
+    plain = _entry("quartiere", "Appartamento", "appartamento", 2)
+    phrase = _entry("a martello", "Con tocchi rapidi", "con tocchi rapidi", 3)
+    rich = _entry("sospetto", "Timore", "timore", 4)
+    stats: Counter = Counter()
+    order = W.prefer_sense_inventory([reviewed, plain, phrase, rich], wordnet, None, stats)
+    assert [e.text for e in order] == ["rabbattuto", "sospetto", "quartiere", "a martello"]
+    assert stats["entries drawn first for three other senses of the lemma (MultiWordNet)"] == 1
