@@ -437,6 +437,13 @@ def _voices(notes: list, rules: Rules) -> dict[int, str]:
     return voices
 
 
+# The longest phrase (in words) whose glosses may agree through a synonym: on longer ones (a
+# maxim, "i miei venticinque lettori") the commentators' notes are mostly remarks, and two
+# remarks share synonyms ("sentenza" / "massima", "espressione" / "formula").
+SYNONYM_AGREEMENT_WORDS = 3
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
 def synonyms_agree(a: str, b: str, rules: Rules, phrase: str, lexicon) -> bool:
     """Two glosses agree through the sense inventory when a content word of one and a content
     word of the other (words of `phrase` not counted) share a MultiWordNet synset ("pauroso"
@@ -456,9 +463,9 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
     3): kept when a gloss of a note on exactly this phrase agrees with a gloss of another
     commentator (any note of the phrase); the answer is that gloss, the one most commentators
     agree with (then the closest to the others, then the shortest). With the sense inventory
-    (`lexicon`), glosses that share no word also agree when they share a synset
-    (`synonyms_agree`); only notes the rules read as glosses take part, so no refused class
-    comes back."""
+    (`lexicon`), glosses of a phrase of at most SYNONYM_AGREEMENT_WORDS words that share no
+    word also agree when they share a synset (`synonyms_agree`); only notes the rules read as
+    glosses take part, so no refused class comes back."""
     from rapidfuzz import fuzz
 
     phrase = entry.phrase
@@ -484,7 +491,7 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
         agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
                            and glosses_agree(gloss, other, rules, entry.context)})
         through_synonyms = False
-        if not agreeing and lexicon is not None:
+        if not agreeing and lexicon is not None and len(_WORDS.findall(entry.text)) <= SYNONYM_AGREEMENT_WORDS:
             agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
                                and synonyms_agree(gloss, other, rules, entry.context, lexicon)})
             through_synonyms = bool(agreeing)

@@ -245,6 +245,11 @@ def test_screening_hears_two_commentators_agree_through_a_synonym_3_1(wordnet):
     assert not W.offline_screen(remark, rules, lexicon=wordnet)["kept"]
     # unrelated glosses still disagree
     assert not W.offline_screen(_two_notes("pusillanime", "pauroso;", "ricco."), rules, lexicon=wordnet)["kept"]
+    # on a phrase longer than SYNONYM_AGREEMENT_WORDS words two remarks share synonyms: no agreement
+    assert W.SYNONYM_AGREEMENT_WORDS == 3
+    maxim = _two_notes("son que' benedetti affari", "sentenza verissima;", "massima mirabile.")
+    assert W.synonyms_agree("sentenza verissima", "massima mirabile", rules, "", wordnet)
+    assert not W.offline_screen(maxim, rules, lexicon=wordnet)["kept"]
 
 
 def test_the_fallback_takes_the_golds_part_of_speech_for_a_word_the_wordnet_lacks(wordnet):
