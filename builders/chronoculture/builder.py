@@ -230,7 +230,7 @@ def _print_exclusions(ctx, files, summary, off_scale, missing_weight_cells, scal
                 if "no variable label matches" not in why:
                     ctx.log(f"  refused: {why}")
         if r.german_samples_without_factors:
-            ctx.log(f"warning: {r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
+            ctx.log(f"{warning}{r.file}: the German samples {', '.join(r.german_samples_without_factors)} are pooled "
                     f"into one Germany without reunification factors (the registry documents none for study "
                     f"{r.study}), so each sample counts with its own weights only; give the study's "
                     "`reunification:` from its GESIS documentation")
@@ -384,6 +384,31 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def _words(counts, empty: str = "none") -> str:
+    """A mapping of counts (or shares, or mappings of them) as words, never a raw dict in
+    prose (issue 43): {"wave_outside_range": 120, "missing_year": 3} -> "wave outside range
+    120, missing year 3"; a nested mapping in parentheses. Keys come from the files and the
+    registry: escaped as Markdown text."""
+    from histbench.core.markdown import escape_markdown
+
+    if not isinstance(counts, dict):
+        return escape_markdown(counts)
+    if not counts:
+        return empty
+    parts = []
+    for key, value in counts.items():
+        name = escape_markdown(str(key).replace("_", " "))
+        if isinstance(value, dict):
+            parts.append(f"{name} ({_words(value)})")
+        elif isinstance(value, float):
+            parts.append(f"{name} {value:.3g}")
+        elif isinstance(value, int):
+            parts.append(f"{name} {value:,}")
+        else:
+            parts.append(f"{name} {escape_markdown(value)}")
+    return ", ".join(parts)
+
+
 def _short(names: list[str], shown: int = 8) -> str:
     return ", ".join(names[:shown]) + (", ... (all in histbench.json)" if len(names) > shown else "")
 
@@ -432,7 +457,7 @@ def _markdown(s: dict) -> str:
         f"Mode change (paper 3.6): {_pct(m['shifted_pairs_same_mode_share'])} of {m['shifted_pairs']} shifted pairs keep "
         f"their mode (paper 68.2%); {_pct(m['stable_pairs_mode_changed_share'])} of {m['stable_pairs']} stable pairs "
         f"change it (paper 8.5%). Modal-answer config: {s['mcq']['rows']} pairs "
-        f"{json.dumps(s['mcq']['by_shift_category'])}; excluded {json.dumps(s['mcq']['excluded'])}.",
+        f"by shift category: {_words(s['mcq']['by_shift_category'])}; excluded: {_words(s['mcq']['excluded'])}.",
         "",
         mcq_shortcut_markdown(s["mcq_shortcut_audit"]),
         "",
@@ -442,7 +467,7 @@ def _markdown(s: dict) -> str:
         out += [
             f"Sampling noise (F.4): median noise distance {noise['median_of_noise_median']:.4f} (paper 0.016), "
             f"median 95th percentile {noise['median_of_noise_p95']:.4f} (paper 0.034); share of pairs above their "
-            f"own 95th percentile: {json.dumps(noise['share_above_own_p95_by_category'])}.",
+            f"own 95th percentile: {_words(noise['share_above_own_p95_by_category'])}.",
             "",
         ]
     ex = s["exclusions"]
@@ -452,20 +477,20 @@ def _markdown(s: dict) -> str:
         _table(["survey", "with gold"] + list(CELL_RULES),
                [[k, v["with_gold"]] + [v[r] for r in CELL_RULES] for k, v in ex["cells"].items()]),
         "",
-        f"Question x country combinations without a pair: {json.dumps(ex['question_country_without_pair'])}.",
+        f"Question x country combinations without a pair: {_words(ex['question_country_without_pair'])}.",
         "",
     ]
     for f in ex["respondents_per_file"]:
         dropped = {k: sum(v.values()) for k, v in f["excluded_respondents"].items()}
         out.append(
             f"- `{f['file']}` ({f['survey']}{', study ' + f['study'] if f['study'] else ''}): {f['respondents']:,} respondents; "
-            f"excluded {json.dumps(dropped)}; unusable weights {json.dumps(f['unusable_weights'])}"
+            f"excluded: {_words(dropped)}; unusable weights: {_words(f['unusable_weights'])}"
             + ("" if f["value_labels_checked"] else "; CSV: registry codes not checked against value labels")
             + (f"; {len(f['registry_variables_missing'])} registry variable(s) not in the file, skipped "
                f"({_short(f['registry_variables_missing'])})" if f["registry_variables_missing"] else "")
         )
     if ex["unregistered_codes_treated_as_invalid"]:
-        out += ["", f"Unregistered answer codes treated as invalid: {json.dumps(ex['unregistered_codes_treated_as_invalid'])}"]
+        out += ["", f"Unregistered answer codes treated as invalid: {_words(ex['unregistered_codes_treated_as_invalid'])}"]
     changes = s.get("scale_changes") or {}
     if changes:
         out += ["", f"Rule 3.2 (a consistent scale, `--scale-change {s.get('scale_policy', 'drop')}`): "

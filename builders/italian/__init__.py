@@ -49,6 +49,8 @@ DEFAULTS = {
     "wsd_similarity_threshold": 0.7,
     "wsd_questions": 200,
     "wsd_distractor_choice": "length-balanced",
+    "wsd_lexicon": "multiwordnet",
+    "wsd_foreign_phrases": "drop",
     "wsd_reviews": None,
     "classense_subset": 25,
     "classense_subset_draws": 5000,
@@ -111,6 +113,14 @@ class ItalianBuilder(BenchmarkBuilder):
         w.add_argument("--wsd-distractor-choice", choices=("length-balanced", "first"), default="length-balanced",
                        help="length-balanced (default): among the usable distractors, five such that the answer's length "
                             "rank among the six is balanced over the questions; first: the first five in order of the sources")
+        w.add_argument("--wsd-lexicon", choices=("multiwordnet", "none"), default="multiwordnet",
+                       help="multiwordnet (default): single-word distractors are the other senses of the target's lemma "
+                            "in MultiWordNet's Italian synsets (after --wiktionary's, when given); none: only the "
+                            "dictionary, the chat model and the offline fallback")
+        w.add_argument("--wsd-foreign-phrases", choices=("drop", "keep"), default="drop",
+                       help="Latin and Spanish phrases (detected with simplemma's dictionaries and the commentators' "
+                            "words; labelled on every row): drop (default: their question tests translation, not a "
+                            "word sense) or keep")
         w.add_argument("--reviews", type=Path, metavar="SHEET",
                        help="a filled review sheet (`histbench review italian BUILD --out SHEET`): keep / correct / drop "
                             "questions, drop or replace distractors; recorded per question and in the card")
@@ -161,6 +171,8 @@ class ItalianBuilder(BenchmarkBuilder):
             "wsd_similarity_threshold": args.wsd_similarity_threshold,
             "wsd_questions": args.wsd_questions,
             "wsd_distractor_choice": args.wsd_distractor_choice,
+            "wsd_lexicon": args.wsd_lexicon,
+            "wsd_foreign_phrases": args.wsd_foreign_phrases,
             "wsd_reviews": str(args.reviews) if args.reviews else None,
             "classense_subset": args.classense_subset,
             "classense_subset_draws": args.classense_subset_draws,

@@ -3,7 +3,7 @@ options, as the evaluation prompts show them (eval/italian/tasks.py):
 
 | config | options | context (lexical overlap) | extra rule |
 | --- | --- | --- | --- |
-| wsd | the six candidate meanings | the context sentence | |
+| wsd | the six candidate meanings | the context sentence | spelling similarity to the target, shared ending, agreement in part of speech, gender and number (lexicon.py's analysis) |
 | authorship | the four snippets | none | least overlap with the other snippets (odd one out) |
 | chrono_ranking | the four snippets (a ranking) | | order by length, as shown |
 | head | the four candidate heads (their forms) | the sentence | |
@@ -30,7 +30,18 @@ AUDITED = ("wsd", "authorship", "chrono_ranking", "head", "deprel", "intertext")
 
 def items(config: str, rows: list[dict]) -> list:
     if config == "wsd":
-        return [S.Choice(r["candidates"], int(r["gold_index"]), r["context"]) for r in rows]
+        from . import lexicon
+
+        wordnet = lexicon.shared_wordnet() if rows and lexicon.available() else None
+        out = []
+        for r in rows:
+            agreement = None
+            if wordnet is not None:
+                target = wordnet.features(r["target_phrase"])
+                agreement = [float(wordnet.features(c).agreement(target)) for c in r["candidates"]]
+            out.append(S.Choice(r["candidates"], int(r["gold_index"]), r["context"], target=r["target_phrase"],
+                                agreement=agreement))
+        return out
     if config == "authorship":
         return [S.Choice([s["text"] for s in r["snippets"]], int(r["gold_index"]), None, odd_one_out=True) for r in rows]
     if config == "chrono_ranking":

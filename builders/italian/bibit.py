@@ -30,6 +30,12 @@ joined with newlines (an empty line between stanzas); a sentence ends at . ! ? o
 follows, and at the end of the poem (a poem's last sentence may lack end punctuation,
 as in stanzas of libretti; such snippets are counted); snippets never cross poems.
 Prose: sentences are joined with spaces and never cross books.
+
+Editorial marks are not text: a verse line without a letter (a lacuna printed as a row of
+dots, asterisks) is left out and cuts the poem there (counted), and a snippet's minimum
+length counts real text only (`real_length`: without spaced dots, asterisks or bracketed
+ellipses). A verse snippet is whole lines (`whole_lines`: a sentence that ends inside a
+line runs on to the next sentence ending at a line's end).
 """
 
 from __future__ import annotations
@@ -57,6 +63,17 @@ from .tei import (
 ITALIAN = ("ita", "it", "it-x-800")
 _UNIT_SKIP = {"head", "speaker", "stage", "note", "argument", "castList", "trailer", "front", "back", "fw",
               "figure", "figDesc", "del", "sic", "bibl", "docAuthor", "docTitle", "titlePage", "byline", "epigraph"}
+_LETTER = re.compile(r"[^\W\d_]")
+# editorial marks inside a line: runs of spaced dots or asterisks, an ellipsis in brackets
+_MARKS = re.compile(r"(?:\.\s*){3,}|\*(?:\s*\*)*|[\[(]\s*(?:\.\s*|…\s*)+[\])]")
+
+
+def real_length(text: str) -> int:
+    """Characters of real text: the snippet without lacuna dots, asterisks and bracketed
+    ellipses (editorial marks), its spacing collapsed."""
+    return len(" ".join(_MARKS.sub(" ", text).split()))
+
+
 _SENTENCE = re.compile(r"(?<=[.!?…])[»”’\"')\]]*\s+(?=[«“\"'(\[]?[A-ZÀ-ÖØ-Þ])")
 _DIV = re.compile(r"^div\d?$")
 
@@ -139,6 +156,16 @@ def _verse_units(text_el, stats: Counter) -> tuple[list[str], list[Poem]]:
                 continue
             text = _line_text(line)
             if not text:
+                continue
+            if not _LETTER.search(text):
+                # a lacuna (". . . . . .") or another editorial mark standing for a line: not text;
+                # the poem is cut there, so no snippet joins the lines on either side of a gap
+                stats["verse lines that are lacunae or editorial marks (no letter; left out, the poem cut there)"] += 1
+                if poem_lines:
+                    poems.append(Poem(len(poems), title, poem_lines, stanza_starts))
+                    poem_lines, stanza_starts = [], []
+                    flush_stanza()
+                last_group, pending_part = None, None
                 continue
             part = line.get("part")
             group = line.getparent()
@@ -299,6 +326,22 @@ def verse_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def whole_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The sentence spans merged so that each ends at the end of a line (a snippet is whole
+    lines: a sentence ending inside a line runs on to the end of the line's sentence)."""
+    out: list[tuple[int, int]] = []
+    start = None
+    for a, b in spans:
+        start = a if start is None else start
+        rest = text[b:]
+        if not rest.strip() or rest.lstrip(" \t").startswith("\n"):
+            out.append((start, b))
+            start = None
+    if start is not None:
+        out.append((start, spans[-1][1]))
+    return out
+
+
 def cut_snippets(book: Book, min_chars: int, max_chars: int, stats: Counter) -> list[Snippet]:
     """Snippets of `min_chars`..`max_chars` characters cut at sentence ends (module doc)."""
     snippets: list[Snippet] = []
@@ -306,7 +349,7 @@ def cut_snippets(book: Book, min_chars: int, max_chars: int, stats: Counter) -> 
         for poem in book.poems:
             text = poem.text()
             # consecutive sentences are sliced from the poem's text: line breaks stay as written
-            spans = verse_sentences(text)
+            spans = whole_lines(text, verse_sentences(text))
             for a, b in _accumulate(spans, lambda parts, t=text: t[parts[0][0]:parts[-1][1]], min_chars, max_chars,
                                     "poem", stats):
                 snippets.append(Snippet(f"{book.id}-{len(snippets):04d}", book.id, book.author, text[a:b]))
@@ -337,7 +380,7 @@ def _accumulate(items: list, render, min_chars: int, max_chars: int, where: str,
             stats["text shorter than the minimum before a cut (dropped)"] += 1
             buf = []
         buf.append(item)
-        if len(render(buf)) >= min_chars:
+        if real_length(render(buf)) >= min_chars:
             out.append((render(buf), None) if prose else (buf[0][0], buf[-1][1]))
             buf = []
     if buf:

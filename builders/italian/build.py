@@ -189,14 +189,20 @@ class _Run:
         distinct_spans = len({n.span for n in read.notes})
         phrases = group_phrases(read.notes, int(self.o["wsd_max_phrase_words"]), stats)
         entries = W.make_entries(read, phrases, self.o["wsd_context"], stats)
+        entries = W.label_languages(entries, self.o.get("wsd_foreign_phrases", "drop"), stats)
         prompts = yaml.safe_load(self.source("prompts.yaml").read_text(encoding="utf-8"))["build"]
         chat = self.chat_client()
         refusals: Counter = Counter()     # offline screening: notes refused, by rule
         if chat is not None:
             W.chat_screen_and_answer(entries, chat, prompts, rules, stats)
         else:
+            screen_lexicon = None
+            if self.o.get("wsd_lexicon", "multiwordnet") == "multiwordnet":
+                from . import lexicon as screen_lex
+
+                screen_lexicon = screen_lex.shared_wordnet()
             for entry in entries:
-                screened = W.offline_screen(entry, rules, stats, refusals)
+                screened = W.offline_screen(entry, rules, stats, refusals, lexicon=screen_lexicon)
                 entry.screening = {k: v for k, v in screened.items() if k != "answer"}
                 if screened["kept"]:
                     entry.answer = screened["answer"]
@@ -211,12 +217,24 @@ class _Run:
         stats[f"entries whose phrase-answer similarity is >= {threshold} (too easy, left out)"] = len(kept) - len(passing)
         rng = np.random.default_rng(self.ctx.seed)
         reviews = self.wsd_reviews()
+        if reviews is not None:
+            from .review import check_keys
+
+            check_keys(reviews, {W.item_key(e) for e in entries})
         usable, dropped_items = self.apply_reviews(passing, reviews, stats)
         limit = int(self.o["wsd_questions"]) or len(usable)
         wiktionary = None
         if self.ctx.path("wiktionary") is not None:
             wiktionary = W.Wiktionary(self.ctx.path("wiktionary"), {e.text for e in usable if W.is_single_word(e)})
             self.summary["wiktionary"] = dict(wiktionary.stats)
+        wordnet = None
+        if self.o.get("wsd_lexicon", "multiwordnet") == "multiwordnet":
+            from . import lexicon
+
+            wordnet = lexicon.shared_wordnet()
+            self.summary["wsd_lexicon"] = {"name": "MultiWordNet (Italian)", "licence": lexicon.LICENCE}
+            if limit < len(usable):
+                usable = W.prefer_sense_inventory(usable, wordnet, rules, stats)
         ask_chat = (lambda needing: W.chat_distractors(needing, chat, prompts, W.N_CANDIDATES - 1)) if chat is not None else None
         distractor_rng = np.random.default_rng([self.ctx.seed, 3])
         chosen: list = []
@@ -225,7 +243,7 @@ class _Run:
             batch = usable[start:start + limit - len(chosen)]
             start += len(batch)
             W.choose_distractors(batch, passing, self.embedder, threshold, wiktionary, ask_chat, stats, rules,
-                                 distractor_rng, self.o["wsd_distractor_choice"] == "length-balanced")
+                                 distractor_rng, self.o["wsd_distractor_choice"] == "length-balanced", lexicon=wordnet)
             for entry in batch:
                 if len(entry.distractors) < W.N_CANDIDATES - 1:
                     stats["entries without five usable distractors (left out; the next entry is taken)"] += 1
@@ -259,6 +277,8 @@ class _Run:
                         for f in funnel)
               + f"\nScreening: {methods['screening']}. Answers: {methods['synthesis']}. Distractors: "
               + ", ".join(f"{k} {v}" for k, v in sorted(sources.items())) + ".")
+        if wordnet is not None:
+            md += f" Sense inventory of single words: {lexicon.LICENCE}."
         if fallback_rows:
             missing = [o for o, given in (("--wiktionary", wiktionary is not None), ("--chat-model", chat is not None)) if not given]
             md += (f" **{fallback_rows} of {len(rows)} questions use offline-fallback distractors** (answers of other "
@@ -272,7 +292,8 @@ class _Run:
             self.ctx.log(line)
         if review_summary["sheet"]:
             md += (f" Reviews ({review_summary['sheet']}): {review_summary['questions_reviewed']} of {len(rows)} questions "
-                   f"reviewed; {review_summary['gold_corrected']} answers corrected, {review_summary['items_dropped']} "
+                   f"reviewed (every candidate seen by a reviewer), {review_summary['questions_partly_reviewed']} partly "
+                   f"(a distractor offered since the review); {review_summary['gold_corrected']} answers corrected, {review_summary['items_dropped']} "
                    f"questions dropped, {review_summary['distractors_dropped']} distractors dropped and "
                    f"{review_summary['distractors_replaced']} replaced; decisions not applied (phrase not in this build): "
                    f"{review_summary['not_applied']}.")
@@ -336,22 +357,24 @@ class _Run:
 
     def review_summary(self, reviews, rows: list[dict], dropped: list[dict], built_keys: set[str]) -> dict:
         made = {r["item_key"] for r in rows} | {d["item_key"] for d in dropped}
-        summary = {"sheet": None, "questions_reviewed": 0, "questions_not_reviewed": len(rows), "gold_kept": 0,
+        summary = {"sheet": None, "questions_reviewed": 0, "questions_partly_reviewed": 0, "questions_not_reviewed": len(rows), "gold_kept": 0,
                    "gold_corrected": 0, "items_dropped": 0, "distractors_dropped": 0, "distractors_replaced": 0,
                    "distractors_offered_since_the_review": 0, "reviewers": [], "dropped_items": [], "not_applied": 0,
                    "not_applied_examples": []}
         if reviews is None:
             return summary
-        reviewed = [r for r in rows if r["review"]["status"] == "reviewed"]
+        decided = [r for r in rows if r["review"]["status"] == "reviewed"]
+        reviewed = [r for r in decided if not r["review"]["distractors_new"]]     # every candidate seen by a reviewer
         missing = sorted(k for k in reviews.items if k not in made)
         summary.update(
             sheet=reviews.path.name, sheet_sha256=sha256_path(reviews.path), questions_reviewed=len(reviewed),
+            questions_partly_reviewed=len(decided) - len(reviewed),
             questions_not_reviewed=len(rows) - len(reviewed),
-            gold_kept=sum(1 for r in reviewed if r["review"]["gold"] == "keep"),
-            gold_corrected=sum(1 for r in reviewed if r["review"]["gold"] == "correct"),
-            items_dropped=len(dropped), distractors_dropped=sum(len(r["review"]["distractors_dropped"]) for r in reviewed),
-            distractors_replaced=sum(len(r["review"]["distractors_replaced"]) for r in reviewed),
-            distractors_offered_since_the_review=sum(len(r["review"]["distractors_new"]) for r in reviewed),
+            gold_kept=sum(1 for r in decided if r["review"]["gold"] == "keep"),
+            gold_corrected=sum(1 for r in decided if r["review"]["gold"] == "correct"),
+            items_dropped=len(dropped), distractors_dropped=sum(len(r["review"]["distractors_dropped"]) for r in decided),
+            distractors_replaced=sum(len(r["review"]["distractors_replaced"]) for r in decided),
+            distractors_offered_since_the_review=sum(len(r["review"]["distractors_new"]) for r in decided),
             reviewers=reviews.stats["reviewers"], dropped_items=dropped, not_applied=len(missing),
             not_applied_examples=[{"item_key": k, "why": ("the phrase is in the sources but not among this build's questions "
                                                            "(screened out, too close to its answer, not drawn, or without "

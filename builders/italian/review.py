@@ -38,6 +38,7 @@ wrote, or a file that is not a review sheet, is never overwritten.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ DISTRACTOR_DECISIONS = ("keep", "drop", "replace")
 SUFFIXES = ("csv", "tsv", "jsonl")
 MAX_LISTED = 20
 NEW_MARK = "(offered since the review)"
+KEY_FORM = re.compile(r"[^:\s]+:\d+-\d+")
 NOT_REVIEWED = {"status": "not reviewed", "reviewer": None, "gold": None, "original_answer": None,
                 "distractors_kept": [], "distractors_dropped": [], "distractors_replaced": [], "distractors_new": [],
                 "comment": None, "sheet": None}
@@ -77,6 +79,13 @@ class ItemReview:
     replaced: list[tuple[str, str]] = field(default_factory=list)
     target: str = ""
     answer: str = ""                            # the gold candidate the reviewer saw
+    row: int = 0                                # the sheet row of the gold decision (named in errors)
+    kept_sources: dict[str, str] = field(default_factory=dict)   # kept distractor -> its source on the sheet
+
+    def pinned(self) -> list[tuple[str, str]]:
+        """The distractors the reviewer saw and kept, with the source the sheet gave them:
+        offered again first, whatever the sources offer in a rebuild."""
+        return [(k, self.kept_sources.get(k.casefold()) or f"kept by the reviewer ({self.reviewer})") for k in self.kept]
 
     def excluded(self) -> set[str]:
         return {t.casefold() for t in self.dropped} | {o.casefold() for o, _ in self.replaced}
@@ -99,8 +108,8 @@ def finish_record(record: dict, distractors: list[str]) -> dict:
     kept = {k.casefold() for k in record["distractors_kept"]}
     replacements = {r["replacement"].casefold() for r in record["distractors_replaced"]}
     offered = [d for d in distractors if d.casefold() not in replacements]
-    return {**record, "distractors_kept": [d for d in offered if d.casefold() in kept],
-            "distractors_new": [d for d in offered if d.casefold() not in kept]}
+    new = [d for d in offered if d.casefold() not in kept]
+    return {**record, "distractors_kept": [d for d in offered if d.casefold() in kept], "distractors_new": new}
 
 
 @dataclass
@@ -126,19 +135,27 @@ def read_reviews(path: Path) -> Reviews:
                           f"(write one with `histbench review italian BUILD --out SHEET`)", file=path, row=1)
     problems: list[tuple[int, str]] = []
     by_item: dict[str, list] = {}
-    blank_candidates: dict[str, list[str]] = {}
+    candidates_of: dict[str, dict[str, int]] = {}      # item -> every candidate on the sheet (casefolded) -> row
+    blank_candidates: dict[str, list[tuple[str, str]]] = {}
     blank = 0
     for row in rows:
         key = (row.get("item_key") or "").strip()
         if not key:
             problems.append((row.number, "field 'item_key': empty"))
             continue
+        if not KEY_FORM.fullmatch(key):
+            problems.append((row.number, f"field 'item_key': {key!r} is not an item key (chapter:first-last word, "
+                                         "as the exported sheet writes it)"))
+            continue
+        if (row.get("role") or "").strip() in ("gold", "distractor") and (row.get("candidate") or "").strip():
+            if (row.get("decision") or "").strip().lower() != "drop-item":
+                candidates_of.setdefault(key, {}).setdefault(row.get("candidate").strip().casefold(), row.number)
         if not any(row.get(c) for c in FILLED):
             blank += 1
             by_item.setdefault(key, [])
             if ((row.get("role") or "").strip() == "distractor" and row.get("candidate")
                     and NEW_MARK not in (row.get("source") or "")):
-                blank_candidates.setdefault(key, []).append(row.get("candidate").strip())
+                blank_candidates.setdefault(key, []).append((row.get("candidate").strip(), row.get("source") or ""))
             continue
         by_item.setdefault(key, []).append(row)
     items: dict[str, ItemReview] = {}
@@ -171,13 +188,23 @@ def read_reviews(path: Path) -> Reviews:
             problems.append((gold_row.number, f"field 'reviewer': empty (who decided on item {key}?)"))
             continue
         review = ItemReview(key, reviewer, decision, comment=gold_row.get("comment"),
-                            target=gold_row.get("target_phrase") or "", answer=gold_row.get("candidate") or "")
+                            target=gold_row.get("target_phrase") or "", answer=gold_row.get("candidate") or "",
+                            row=gold_row.number)
+        answer = (gold_row.get("candidate") or "").strip()
         if decision == "correct":
             review.corrected = (gold_row.get("replacement") or "").strip()
             if not review.corrected:
                 problems.append((gold_row.number, "field 'replacement': 'correct' needs the corrected answer"))
                 continue
         seen: dict[str, int] = {}
+        if review.corrected:
+            answer = review.corrected
+            clash = candidates_of.get(key, {}).get(answer.casefold())
+            if clash is not None and clash != gold_row.number:
+                problems.append((gold_row.number, f"item {key}: the corrected answer {answer!r} is the candidate of row "
+                                                  f"{clash}; a question would have two right answers"))
+                continue
+        replacements: dict[str, int] = {}
         for r in others:
             candidate = (r.get("candidate") or "").strip()
             choice = (r.get("decision") or "keep").strip().lower()
@@ -195,6 +222,7 @@ def read_reviews(path: Path) -> Reviews:
             seen[candidate.casefold()] = r.number
             if choice == "keep":
                 review.kept.append(candidate)
+                review.kept_sources[candidate.casefold()] = _sheet_source(r.get("source"))
             elif choice == "drop":
                 review.dropped.append(candidate)
             else:
@@ -202,11 +230,23 @@ def read_reviews(path: Path) -> Reviews:
                 if not replacement:
                     problems.append((r.number, "field 'replacement': 'replace' needs the reviewer's distractor"))
                     continue
+                folded = replacement.casefold()
+                if folded == answer.casefold():
+                    problems.append((r.number, f"field 'replacement': {replacement!r} is the question's answer; a "
+                                               "distractor must be wrong"))
+                    continue
+                other = candidates_of.get(key, {}).get(folded, replacements.get(folded))
+                if other is not None:
+                    problems.append((r.number, f"field 'replacement': {replacement!r} is already a candidate of item "
+                                               f"{key} (row {other}); the question would lose a distractor"))
+                    continue
+                replacements[folded] = r.number
                 review.replaced.append((candidate, replacement))
-        for candidate in blank_candidates.get(key, []):
+        for candidate, source in blank_candidates.get(key, []):
             if candidate.casefold() not in seen:          # blank under a decided gold row: kept
                 seen[candidate.casefold()] = 0
                 review.kept.append(candidate)
+                review.kept_sources[candidate.casefold()] = _sheet_source(source)
         items[key] = review
     if problems:
         details = [f"row {n}: {m}" for n, m in problems[:MAX_LISTED]]
@@ -223,6 +263,24 @@ def read_reviews(path: Path) -> Reviews:
         "reviewers": sorted({r.reviewer for r in items.values()}),
     }
     return Reviews(path, items, stats)
+
+
+def _sheet_source(source: str | None) -> str:
+    return (source or "").replace(NEW_MARK, "").strip()
+
+
+def check_keys(reviews: Reviews, known: set[str]) -> None:
+    """Every decided item key must name a phrase of this build's sources (a mistyped key
+    would otherwise be applied to nothing, silently): one error naming the sheet rows."""
+    unknown = sorted((r.row, k) for k, r in reviews.items.items() if k not in known)
+    if not unknown:
+        return
+    details = [f"row {n}: item_key {k!r} names no phrase of this build's sources" for n, k in unknown[:MAX_LISTED]]
+    if len(unknown) > MAX_LISTED:
+        details.append(f"... and {len(unknown) - MAX_LISTED} more")
+    raise SourceError(f"item_key {unknown[0][1]!r} names no phrase explained by two commentators in this build's sources "
+                      f"(mistyped, or a sheet of other sources; {len(unknown)} such item(s); no decision of this sheet "
+                      "was applied)", file=reviews.path, row=unknown[0][0], details=details if len(unknown) > 1 else None)
 
 
 # ----------------------------------------------------------------------------- export

@@ -19,7 +19,8 @@ printed beside the paper's figures, `funnel`):
    the older text or a variant reading (a form with a usage label included), a paraphrase
    of the story, a fragment, a comment longer than `gloss_words` words, or the phrase
    itself. An entry is kept when the gloss of a note on exactly its phrase agrees with
-   (shares a content word with: `glosses_agree`) a gloss of another commentator (notes on a
+   (shares a content word with: `glosses_agree`; with the sense inventory, or a MultiWordNet
+   synset: `synonyms_agree`) a gloss of another commentator (notes on a
    longer or shorter span support, never answer: they gloss a neighbouring word; two
    editions of one commentary, or copied notes, are one voice: `_voices`); the answer is
    the gloss most commentators agree with (then the closest to the others, the shortest);
@@ -41,8 +42,9 @@ printed beside the paper's figures, `funnel`):
    commentators explain is never offered, nor a synonym of it. Of the usable candidates,
    five are taken so that the answer's length rank among the six is balanced over the
    questions (`--wsd-distractor-choice`; `_balanced_pick`). A reviewer's decisions
-   (`--reviews`, review.py) come first: dropped distractors are never offered again for the
-   phrase, replacements are offered before any other source;
+   (`--reviews`, review.py) come first: the distractors a reviewer kept are offered again
+   first (pinned, with the source the sheet showed), then the replacements, before any other
+   source; dropped distractors are never offered again for the phrase;
 6. six candidates (answer + five distractors) in seeded order; questions are drawn in a
    seeded order of the phrases that stays the same across rebuilds (reviewed ones first),
    `--wsd-questions` (200) of them, an entry without five usable distractors giving its
@@ -55,7 +57,7 @@ import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +217,7 @@ class Entry:
     similarity: float | None = None
     distractors: list[tuple[str, str]] = field(default_factory=list)   # (text, source)
     review: object | None = None         # the reviewer's decisions (review.ItemReview), if any
+    language: str = "it"                 # `phrase_language`: it, la (Latin) or es (Spanish)
     review_record: dict | None = None    # the row's `review`
 
 
@@ -223,6 +226,56 @@ def item_key(entry: Entry) -> str:
     from .review import item_key as key
 
     return key(entry.phrase.chapter, entry.phrase.start, entry.phrase.end)
+
+
+_FOREIGN_CUES = {"la": re.compile(r"\b(?:in latino|(?:formula|espressione|frase|motto|detto|parole|citazione|sentenza) latin[aeio])", re.I),
+                 "es": re.compile(r"\b(?:in spagnolo|(?:formula|espressione|frase|motto|detto|parole|citazione) spagnol[aeio])", re.I)}
+LANGUAGE_NAMES = {"it": "Italian", "la": "Latin", "es": "Spanish"}
+# Italian words that simplemma's Italian dictionary lacks (apocopes, elided forms) and that
+# its Latin or Spanish one knows: never evidence of another language
+_ITALIAN_SHORT = {"gran", "don", "san", "fra", "dell", "nell", "quell", "sull", "dall", "coll", "bel", "buon", "mastro"}
+
+
+def phrase_language(entry: Entry) -> str:
+    """"la" or "es" when the target is a Latin or Spanish phrase, else "it" (the commentators
+    gloss such phrases, but the question then tests translation). simplemma's dictionaries
+    decide, on the phrase's words of three letters or more, names (a capital inside the
+    phrase) and Italian apocopes ("gran", "don", "dell'") left out: with two or more such
+    words, the phrase is foreign when most of them are unknown to the Italian dictionary and
+    known to the Latin (or Spanish) one, or when half are and a commentator says so ("in
+    latino", "espressione latina", "frase spagnola" in a note's first 120 characters; not
+    "dal latino", an etymology). A single word is Italian: many of Manzoni's Tuscan or Lombard
+    forms are in no modern Italian dictionary, and a note's etymology is no evidence."""
+    import simplemma
+
+    tokens = re.findall(r"[^\W\d_]+", entry.text)
+    words = [t.lower() for n, t in enumerate(tokens)
+             if len(t) >= 3 and t.lower() not in _ITALIAN_SHORT and not (n and t[:1].isupper())]
+    if len(words) < 2:
+        return "it"
+    foreign = [w for w in words if not simplemma.is_known(w, lang="it")]
+    counts = {lang: sum(1 for w in foreign if simplemma.is_known(w, lang=lang)) for lang in ("la", "es")}
+    # the language knowing more of the words ("Dios nos valga": Spanish), Latin on a tie
+    for lang in sorted(counts, key=lambda k: -counts[k]):
+        said = any(_FOREIGN_CUES[lang].search(e["text"][:120]) for e in entry.explanations)
+        if counts[lang] * 2 > len(words) or (said and counts[lang] * 2 >= len(words)):
+            return lang
+    return "it"
+
+
+def label_languages(entries: list[Entry], policy: str, stats: Counter) -> list[Entry]:
+    """Label every entry with `phrase_language`; with policy "drop" (the default,
+    `--wsd-foreign-phrases`) leave Latin and Spanish phrases out, counted by language."""
+    out = []
+    for entry in entries:
+        entry.language = phrase_language(entry)
+        if entry.language != "it":
+            stats[f"{LANGUAGE_NAMES[entry.language]} phrases ({'dropped' if policy == 'drop' else 'kept'}; "
+                  "--wsd-foreign-phrases)"] += 1
+            if policy == "drop":
+                continue
+        out.append(entry)
+    return out
 
 
 def make_entries(read: ReadResult, phrases: list[Phrase], unit: str, stats: Counter) -> list[Entry]:
@@ -384,11 +437,35 @@ def _voices(notes: list, rules: Rules) -> dict[int, str]:
     return voices
 
 
-def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None) -> dict:
+# The longest phrase (in words) whose glosses may agree through a synonym: on longer ones (a
+# maxim, "i miei venticinque lettori") the commentators' notes are mostly remarks, and two
+# remarks share synonyms ("sentenza" / "massima", "espressione" / "formula").
+SYNONYM_AGREEMENT_WORDS = 3
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def synonyms_agree(a: str, b: str, rules: Rules, phrase: str, lexicon) -> bool:
+    """Two glosses agree through the sense inventory when a content word of one and a content
+    word of the other (words of `phrase` not counted) share a MultiWordNet synset ("pauroso"
+    / "vile", "finezze": "gentilezze" / "cortesia"): the same meaning in other words, which
+    the spelling agreement misses."""
+    senses_a = {sid for w in content_words(a, rules, phrase) for lemma in lexicon.lemmas_of(w)
+                for sid, _ in lexicon.synsets(lemma)}
+    if not senses_a:
+        return False
+    return any(sid in senses_a for w in content_words(b, rules, phrase) for lemma in lexicon.lemmas_of(w)
+               for sid, _ in lexicon.synsets(lemma))
+
+
+def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, refusals: Counter | None = None,
+                   lexicon=None) -> dict:
     """The offline stand-in for the paper's LLM screening and synthesis (module doc, step
     3): kept when a gloss of a note on exactly this phrase agrees with a gloss of another
     commentator (any note of the phrase); the answer is that gloss, the one most commentators
-    agree with (then the closest to the others, then the shortest)."""
+    agree with (then the closest to the others, then the shortest). With the sense inventory
+    (`lexicon`), glosses of a phrase of at most SYNONYM_AGREEMENT_WORDS words that share no
+    word also agree when they share a synset (`synonyms_agree`); only notes the rules read as
+    glosses take part, so no refused class comes back."""
     from rapidfuzz import fuzz
 
     phrase = entry.phrase
@@ -407,19 +484,24 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
                 refusals[why] += 1
         if gloss is not None:
             glosses.append((i, gloss, exact))
-    best, best_key, support = None, None, []
+    best, best_key, support, by_synonym = None, None, [], False
     for i, gloss, exact in glosses:
         if not exact:
             continue
         agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
                            and glosses_agree(gloss, other, rules, entry.context)})
+        through_synonyms = False
+        if not agreeing and lexicon is not None and len(_WORDS.findall(entry.text)) <= SYNONYM_AGREEMENT_WORDS:
+            agreeing = sorted({voices[j] for j, other, _ in glosses if voices[j] != voices[i]
+                               and synonyms_agree(gloss, other, rules, entry.context, lexicon)})
+            through_synonyms = bool(agreeing)
         if not agreeing:
             continue
         others = [o for j, o, _ in glosses if voices[j] != voices[i]]
         closeness = float(np.mean([fuzz.token_set_ratio(gloss, o) for o in others]))
-        key = (len(agreeing), closeness, -len(gloss.split()), -i)
+        key = (not through_synonyms, len(agreeing), closeness, -len(gloss.split()), -i)
         if best_key is None or key > best_key:
-            best, best_key, support = (i, gloss), key, agreeing
+            best, best_key, support, by_synonym = (i, gloss), key, agreeing, through_synonyms
     if best is None:
         reason = (f"{len(glosses)} note(s) open with a gloss; none on exactly this phrase agrees with another "
                   "commentator's" if glosses else "no note opens with a gloss")
@@ -427,7 +509,9 @@ def offline_screen(entry: Entry, rules: Rules, stats: Counter | None = None, ref
     i, gloss = best
     answer = gloss[:1].upper() + gloss[1:]
     reason = (f"the gloss of {notes[i].commentator} agrees with {len(support)} other commentator(s) "
-              f"({', '.join(support)})")
+              f"({', '.join(support)})" + (" through a MultiWordNet synonym" if by_synonym else ""))
+    if stats is not None and by_synonym:
+        stats["entries kept through a synonym agreement (MultiWordNet)"] += 1
     return {"method": OFFLINE_SCREENING, "kept": True, "reason": reason, "answer": answer}
 
 
@@ -703,6 +787,33 @@ def commentator_glosses(entry: Entry, rules: Rules | None) -> list[str]:
     return [g for g in out if g]
 
 
+def lexicon_senses(entry: Entry, lexicon, rules: Rules | None, glosses: list[str] | None = None) -> tuple[list, dict]:
+    """The other senses of a single-word target the lexicon offers (lexicon.py
+    `distractors`), avoiding the gold and the commentators' glosses and notes."""
+    glosses = commentator_glosses(entry, rules) if glosses is None else glosses
+    notes = ([" ".join(sorted(content_words(item["text"][:300], rules, entry.text))) for item in entry.explanations]
+             if rules is not None else None)
+    return lexicon.distractors(entry.text, [entry.answer, *glosses], notes=notes)
+
+
+def prefer_sense_inventory(entries: list[Entry], lexicon, rules: Rules | None, stats: Counter) -> list[Entry]:
+    """The entries in their order, but with the unreviewed single words whose lemma has at
+    least three showable other senses moved up behind the reviewed ones: when the screening
+    keeps more entries than the questions asked, those that test a word's senses are asked
+    first (the order among each group is unchanged)."""
+    reviewed = [e for e in entries if e.review is not None]
+    rich, rest = [], []
+    for entry in entries:
+        if entry.review is not None:
+            continue
+        if is_single_word(entry) and len(lexicon_senses(entry, lexicon, rules)[0]) >= 3:
+            rich.append(entry)
+        else:
+            rest.append(entry)
+    stats["entries drawn first for three other senses of the lemma (MultiWordNet)"] = len(rich)
+    return reviewed + rich + rest
+
+
 @dataclass
 class DistractorRules:
     """How distractors are checked and chosen (module doc, step 5)."""
@@ -714,6 +825,7 @@ class DistractorRules:
 def choose_distractors(
     entries: list[Entry], pool: list[Entry], embedder: Embedder, threshold: float, wiktionary: Wiktionary | None,
     ask_chat, stats: Counter, rules: Rules | None = None, rng: np.random.Generator | None = None, balance: bool = True,
+    lexicon=None,
 ) -> None:
     """Fill entry.distractors (five each when possible) from the sources in order (module
     doc, step 5). `ask_chat(entries)` returns the chat model's proposals for the entries the
@@ -728,11 +840,19 @@ def choose_distractors(
     for entry in entries:
         review = entry.review
         refused.append(review.excluded() if review is not None else set())
-        fixed.append([(r, f"reviewer ({review.reviewer})") for _, r in review.replaced][:need] if review is not None else [])
+        fixed.append((review.pinned() + [(r, f"reviewer ({review.reviewer})") for _, r in review.replaced])[:need]
+                     if review is not None else [])
         skip = refused[-1] | {t.casefold() for t, _ in fixed[-1]}
         proposals = wiktionary.distractors(entry.text) if wiktionary is not None and is_single_word(entry) else []
         if proposals:
             stats["Wiktionary candidates offered for single words"] += len(proposals)
+        if lexicon is not None and is_single_word(entry):
+            senses, counts = lexicon_senses(entry, lexicon, rules, glosses[id(entry)])
+            for name, value in counts.items():
+                stats[f"MultiWordNet: {name}"] += value
+            stats["MultiWordNet: single words with at least one sense"] += bool(counts["senses of the lemma"])
+            stats["MultiWordNet: other senses offered for single words"] += len(senses)
+            proposals = proposals + senses
         checked.append(_filter(entry, proposals, glosses[id(entry)], embedder, checks, stats, skip=skip))
     short = [k for k, found in enumerate(checked) if len(found) + len(fixed[k]) < need]
     if ask_chat is not None and short:
@@ -743,18 +863,51 @@ def choose_distractors(
     from .chrono import BalancedRanks
 
     ranks = BalancedRanks(rng, N_CANDIDATES)
-    fallback = _Fallback(pool, embedder)
+    fallback = _Fallback(pool, embedder, lexicon)
     for entry, found, given, skip in zip(entries, checked, fixed, refused, strict=True):
         rank = ranks.peek() if balance else None
         if balance:
             ranks.used()
         want = need - len(given)
+        rival = bool(rng.random() < SPELLING_RIVAL_SHARE) if balance else False
+        gold_spelling = spelling_similarity(entry.answer, entry.text)
+        if (rival and lexicon is not None and is_single_word(entry)
+                and not any(spelling_similarity(t, entry.text) >= gold_spelling for t, _ in given + found)):
+            # no candidate is spelt as much like the target as the gold: a form-alike of the lexicon is
+            taken = skip | {t.casefold() for t, _ in found + given}
+            alike = _filter(entry, lexicon.paronyms(entry.text, gold_spelling, [entry.answer, *glosses[id(entry)]]),
+                            glosses[id(entry)], embedder, checks, stats, skip=taken)
+            stats["distractors spelt like the target (a lexicon word with another meaning)"] += bool(alike)
+            found = alike[:1] + found
         if len(found) >= want:
-            entry.distractors = _balanced_pick(given, found, len(entry.answer), want, rank)
+            entry.distractors = _balanced_pick(given, _rival_first(entry, found, rival), len(entry.answer), want, rank)
             continue
         taken = skip | {t.casefold() for t, _ in found + given}
-        extra = _filter(entry, fallback.candidates(entry), glosses[id(entry)], embedder, checks, stats, skip=taken)
+        extra = _filter(entry, fallback.candidates(entry, stats), glosses[id(entry)], embedder, checks, stats, skip=taken)
+        if rival and not any(spelling_similarity(t, entry.text) >= spelling_similarity(entry.answer, entry.text)
+                             for t, _ in given + found):
+            extra = _rival_first(entry, extra, True)
         entry.distractors = _balanced_pick(given + found, extra, len(entry.answer), want - len(found), rank)
+
+
+# Share of questions given a distractor at least as close in spelling to the target as the
+# gold (when the sources have one): the gold, a gloss, often shares the target's stem
+# ("ufizio" / "L'ufficio divino"), so "the option most similar in spelling" would otherwise
+# find it (the shortcut audit's most_similar_spelling rule); 5/6 leaves it the closest in
+# about one question in six, as chance does.
+SPELLING_RIVAL_SHARE = 5 / 6
+
+
+def _rival_first(entry: Entry, candidates: list[tuple[str, str]], rival: bool) -> list[tuple[str, str]]:
+    """The candidates with the first one at least as close in spelling to the target as the
+    gold moved to the front (when `rival`)."""
+    if not rival or not candidates:
+        return candidates
+    gold = spelling_similarity(entry.answer, entry.text)
+    for i, (text, _) in enumerate(candidates):
+        if spelling_similarity(text, entry.text) >= gold:
+            return [candidates[i]] + candidates[:i] + candidates[i + 1:]
+    return candidates
 
 
 def ending(text: str) -> str:
@@ -771,19 +924,61 @@ def unidecode_lower(text: str) -> str:
     return unidecode(text or "").lower()
 
 
+def spelling_similarity(option: str, target: str) -> float:
+    """How much an option shares the target's spelling: the best difflib ratio between a
+    word of the option and a word of the target (casefolded), as the shortcut audit's
+    `most_similar_spelling` rule measures it."""
+    from ..machinery.shortcuts import spelling_similarity as measure
+
+    return measure(option, target)
+
+
+NEAR_FORM = 0.75     # spelling_similarity at which an option repeats a form of the target ("rabbattere" for "rabbattuto")
+
+
 class _Fallback:
     """The offline fallback: answers of other entries whose target has the same form
     (`form_class`, and for single words the same final vowel, `ending`; when fewer than
     five such, the same form class whatever the ending), most similar to this answer first;
-    never an entry of the same phrase."""
+    never an entry of the same phrase. With the lexicon (lexicon.py), a candidate must also
+    agree with the target in part of speech, gender and number as its morphological
+    analysis determines them (`Features.clashes`: a feature either side leaves open agrees),
+    and must not repeat a form of the target (a word whose `spelling_similarity` to it reaches
+    NEAR_FORM, 0.75) unless the gold does. (Not "less similar in spelling than the gold":
+    that would make the most similar spelling point at the gold, the very shortcut the audit
+    measures.)"""
 
-    def __init__(self, pool: list[Entry], embedder: Embedder) -> None:
+    def __init__(self, pool: list[Entry], embedder: Embedder, lexicon=None) -> None:
         self.pool = pool
         self.embedder = embedder
+        self.lexicon = lexicon
         self.vectors = embedder.encode([e.answer for e in pool]) if pool else None
         self.keys = [(form_class(e.text), ending(e.text) if is_single_word(e) else "") for e in pool]
 
-    def candidates(self, entry: Entry) -> list[tuple[str, str]]:
+    def candidates(self, entry: Entry, stats: Counter | None = None) -> list[tuple[str, str]]:
+        found = self._candidates(entry)
+        if self.lexicon is None or not found:
+            return found
+        target = self.lexicon.features(entry.text)
+        if target.pos is None and entry.answer:
+            # a word the wordnet does not know ("quartiere", a noun in -ere): the gold's part of
+            # speech stands for it, so an infinitive is not offered for a noun
+            target = replace(target, pos=self.lexicon.features(entry.answer).pos)
+        gold_near = spelling_similarity(entry.answer, entry.text) >= NEAR_FORM
+        out = []
+        for text, source in found:
+            if self.lexicon.features(text).clashes(target):
+                if stats is not None:
+                    stats["fallback candidates disagreeing with the target in part of speech, gender or number (refused)"] += 1
+                continue
+            if spelling_similarity(text, entry.text) >= NEAR_FORM and not gold_near:
+                if stats is not None:
+                    stats["fallback candidates repeating a form of the target when the gold does not (refused)"] += 1
+                continue
+            out.append((text, source))
+        return out
+
+    def _candidates(self, entry: Entry) -> list[tuple[str, str]]:
         if not self.pool:
             return []
         own = (form_class(entry.text), ending(entry.text) if is_single_word(entry) else "")
@@ -874,6 +1069,10 @@ def source_kind(source: str) -> str:
     """'wiktionary', 'chat model', 'offline fallback' or 'gold' for a candidate source label."""
     if source.startswith("wiktionary"):
         return "wiktionary"
+    if source.startswith("multiwordnet") and "spelt like the target" in source:
+        return "multiwordnet (a word spelt like the target, another meaning)"
+    if source.startswith("multiwordnet"):
+        return "multiwordnet (other senses of the lemma)"
     if source.startswith(FALLBACK):
         return "offline fallback (answers of other entries)"
     return source
@@ -892,7 +1091,10 @@ def funnel(stats: Counter, distinct_spans: int, kept: int, passing: int, questio
 
 
 def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_model: str) -> dict:
-    candidates = [(entry.answer, "gold")] + list(entry.distractors)
+    # the distractors in a fixed order (by text) before the seeded shuffle: a question's order depends
+    # on its candidates, not on which source offered them first (a reviewer's pinned distractors
+    # come back in the order they were shown)
+    candidates = [(entry.answer, "gold")] + sorted(entry.distractors, key=lambda d: (d[0].casefold(), d[1]))
     order = [int(i) for i in rng.permutation(len(candidates))]
     shown = [candidates[i] for i in order]
     phrase = entry.phrase
@@ -903,6 +1105,7 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
         "item_key": item_key(entry),
         "chapter": phrase.chapter,
         "target_phrase": entry.text,
+        "phrase_language": entry.language,
         "context": entry.context,
         "target_start": entry.target_start,
         "target_end": entry.target_end,
@@ -918,5 +1121,5 @@ def to_record(entry: Entry, index: int, rng: np.random.Generator, similarity_mod
         "candidates": [c for c, _ in shown],
         "candidate_sources": [s for _, s in shown],
         "gold_index": order.index(0),
-        "review": finish_record(entry.review_record or dict(NOT_REVIEWED), [t for t, _ in entry.distractors]),
+        "review": finish_record(entry.review_record or dict(NOT_REVIEWED), [t for t, _ in candidates[1:]]),
     }

@@ -11,7 +11,15 @@ its accuracy, the chance level, the excess over chance and a one-sided binomial 
   author?), the option sharing the smallest share of its word types with the other options;
 - `first_position` / `last_position`: always the first / the last option;
 - `most_common_gold_position`: always the position where the gold answer stands most often
-  in this build (gold-position balance; with the count of gold answers per position).
+  in this build (gold-position balance; with the count of gold answers per position);
+- for items about one target word or phrase (word sense disambiguation: `Choice.target`):
+  `most_similar_spelling`, the option whose words are most alike in spelling to the target's
+  (`spelling_similarity`: the best difflib ratio between a word of each, casefolded, words
+  of four letters or more);
+  `shares_target_ending`, the option with a word ending in the target's last two letters;
+  and, when the builder gives a morphological agreement score per option
+  (`Choice.agreement`: features shared with the target minus features in conflict),
+  `agrees_with_target`, the option agreeing best in part of speech, gender and number.
 
 A rule whose choice is tied between several options gets the expected credit of breaking
 the tie at random (1/k for k tied options, if the gold is among them). Chance is the mean
@@ -72,6 +80,9 @@ RULE_TITLES = {
     "first_position": "always the first option",
     "last_position": "always the last option",
     "most_common_gold_position": "always the most common gold position",
+    "most_similar_spelling": "most similar in spelling to the target",
+    "shares_target_ending": "shares the target's last two letters",
+    "agrees_with_target": "agrees best with the target in part of speech, gender and number",
     "longest_first": "order by length, longest first",
     "shortest_first": "order by length, shortest first",
     "as_shown": "the order shown",
@@ -90,6 +101,8 @@ class Choice:
     context: str | None = None      # the passage the options are compared with (most_context_overlap)
     odd_one_out: bool = False       # the gold is the option unlike the others (least_overlap_with_other_options)
     also_correct: Sequence[int] = ()
+    target: str | None = None       # the word or phrase the question is about (spelling and ending rules)
+    agreement: Sequence[float] | None = None   # per option: morphological agreement with the target
 
     def __post_init__(self) -> None:
         if len(self.options) < 2:
@@ -97,6 +110,8 @@ class Choice:
         for index in (self.gold, *self.also_correct):
             if not 0 <= index < len(self.options):
                 raise ValueError(f"gold index {index} outside the {len(self.options)} options")
+        if self.agreement is not None and len(self.agreement) != len(self.options):
+            raise ValueError(f"{len(self.agreement)} agreement scores for {len(self.options)} options")
 
     @property
     def golds(self) -> set[int]:
@@ -117,6 +132,32 @@ class Ranking:
 
 def word_types(text: str) -> set[str]:
     return {w.casefold() for w in _WORD.findall(text or "")}
+
+
+SPELLING_MIN_LETTERS = 4
+
+
+def spelling_similarity(option: str, target: str) -> float:
+    """The best difflib ratio between a word of `option` and a word of `target`, casefolded,
+    words of four letters or more (articles and prepositions, "di" in both, are no clue to
+    spelling; a target of short words only keeps them); 0 when either has none."""
+    from difflib import SequenceMatcher
+
+    def words(text: str) -> list[str]:
+        found = _WORD.findall((text or "").casefold())
+        return [w for w in found if len(w) >= SPELLING_MIN_LETTERS] or found
+
+    a, b = words(option), words(target)
+    return max((SequenceMatcher(None, x, y).ratio() for x in a for y in b), default=0.0)
+
+
+def shares_ending(option: str, target: str) -> bool:
+    """Whether a word of `option` ends in the last two letters of the target's last word."""
+    words = _WORD.findall((target or "").casefold())
+    if not words or len(words[-1]) < 2:
+        return False
+    end = words[-1][-2:]
+    return any(w.endswith(end) for w in _WORD.findall((option or "").casefold()))
 
 
 def _share(option: set[str], other: set[str]) -> float:
@@ -207,6 +248,9 @@ def audit_choices(items: Iterable[Choice], *, margin: float = MARGIN, exempt: di
     credits: dict[str, list[float]] = {"longest": [], "shortest": [], "first_position": [], "last_position": []}
     context_credit: list[float] = []
     odd_credit: list[float] = []
+    spelling_credit: list[float] = []
+    ending_credit: list[float] = []
+    agreement_credit: list[float] = []
     for item in items:
         golds = item.golds
         lengths = [len(o) for o in item.options]
@@ -221,6 +265,11 @@ def audit_choices(items: Iterable[Choice], *, margin: float = MARGIN, exempt: di
         if item.odd_one_out:
             shares = [_share(t, set().union(*(types[:i] + types[i + 1:]))) for i, t in enumerate(types)]
             odd_credit.append(_credit(shares, golds, False))
+        if item.target:
+            spelling_credit.append(_credit([spelling_similarity(o, item.target) for o in item.options], golds, True))
+            ending_credit.append(_credit([float(shares_ending(o, item.target)) for o in item.options], golds, True))
+        if item.agreement is not None:
+            agreement_credit.append(_credit(list(item.agreement), golds, True))
     rules: list[Rule] = []
 
     def add(name: str, values: list[float], base: float, **details) -> None:
@@ -237,6 +286,12 @@ def audit_choices(items: Iterable[Choice], *, margin: float = MARGIN, exempt: di
         add("most_context_overlap", context_credit, float(np.mean([c.chance for c in items if c.context])))
     if odd_credit:
         add("least_overlap_with_other_options", odd_credit, float(np.mean([c.chance for c in items if c.odd_one_out])))
+    if spelling_credit:
+        targeted = float(np.mean([c.chance for c in items if c.target]))
+        add("most_similar_spelling", spelling_credit, targeted)
+        add("shares_target_ending", ending_credit, targeted)
+    if agreement_credit:
+        add("agrees_with_target", agreement_credit, float(np.mean([c.chance for c in items if c.agreement is not None])))
     add("first_position", credits["first_position"], chance)
     add("last_position", credits["last_position"], chance)
     width = max(len(c.options) for c in items)

@@ -38,13 +38,22 @@ SURVEYS = ("WVS", "ISSP")
 
 @dataclass(frozen=True)
 class Cell:
+    """A cell's estimate, its 95% interval and n; `method` names the interval (Wilson for a
+    share of items, a percentile bootstrap over pairs for means and medians) and `constant`
+    says every bootstrap resample gave the same value."""
+
     estimate: float
     low: float
     high: float
     n: int
+    method: str = stats.BOOTSTRAP
+    constant: bool = False
 
     def to_json(self) -> dict:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n}
+        out = {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n, "method": self.method}
+        if self.constant:
+            out["constant"] = True
+        return out
 
 
 def _nan_cell(n: int = 0) -> Cell:
@@ -56,7 +65,9 @@ class CellBatch:
 
     Means (shares are means of 0/1 indicators) are one matrix product for all cells;
     medians are weighted medians of each cell's sorted values under the resample counts,
-    equal to the median of the explicitly resampled values.
+    equal to the median of the explicitly resampled values. A share's interval is Wilson's
+    (a proportion: one method for every proportion, with width at every n, issue 43);
+    means and medians keep the percentile bootstrap.
     """
 
     def __init__(self, n: int) -> None:
@@ -67,6 +78,7 @@ class CellBatch:
         self._subsets: list[np.ndarray] = []
         self._subset_ids: dict[bytes, int] = {}
         self._medians: list[tuple[str, np.ndarray, np.ndarray]] = []
+        self._shares: set[str] = set()
 
     def _subset(self, subset: np.ndarray) -> int:
         subset = np.asarray(subset, dtype=bool)
@@ -85,7 +97,9 @@ class CellBatch:
         self._mean_subset.append(self._subset(subset))
 
     def share(self, key: str, indicator: np.ndarray, subset: np.ndarray) -> None:
+        """The share of the subset where `indicator` holds: a proportion (Wilson interval)."""
         self.mean(key, np.asarray(indicator, dtype=float), subset)
+        self._shares.add(key)
 
     def median(self, key: str, values: np.ndarray, subset: np.ndarray) -> None:
         values = np.asarray(values, dtype=float)
@@ -127,8 +141,18 @@ class CellBatch:
                 low, high = _interval(samples, level)
             else:
                 low = high = np.full(len(self._mean_keys), np.nan)
+            share = np.array([key in self._shares for key in self._mean_keys])
+            if counts is not None and share.any():
+                low, high = low.copy(), high.copy()
+                low[share], high[share] = stats.wilson_intervals(
+                    np.rint(filled[:, share].sum(axis=0)), sizes[col_subset[share]], level)
             for c, key in enumerate(self._mean_keys):
-                cells[key] = Cell(float(estimates[c]), float(low[c]), float(high[c]), int(sizes[col_subset[c]]))
+                n = int(sizes[col_subset[c]])
+                if share[c]:
+                    cells[key] = Cell(float(estimates[c]), float(low[c]), float(high[c]), n, stats.WILSON)
+                    continue
+                constant = counts is not None and stats.all_equal(samples[:, c])
+                cells[key] = Cell(float(estimates[c]), float(low[c]), float(high[c]), n, constant=constant)
         for key, index, values in self._medians:
             if index.size == 0:
                 cells[key] = _nan_cell()
@@ -139,7 +163,8 @@ class CellBatch:
                 continue
             samples = weighted_medians(values, counts[:, index])
             low, high = _interval(samples[:, None], level)
-            cells[key] = Cell(estimate, float(low[0]), float(high[0]), int(index.size))
+            cells[key] = Cell(estimate, float(low[0]), float(high[0]), int(index.size),
+                              constant=stats.all_equal(samples))
         return cells
 
 

@@ -49,32 +49,38 @@ def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def _bounds(cell: Cell, ci: bool, fmt) -> str:
+    """' [low, high] (n=N)'; an interval of no width in words (never "[0.0, 0.0]"): every
+    resample gave that value, or 95% of them did. n is always shown (issue 43)."""
+    if not ci:
+        return ""
+    n = f"n={cell.n:,}"
+    if _nan(cell.low) or _nan(cell.high):
+        return f" ({n})"
+    low, high = fmt(cell.low), fmt(cell.high)
+    if low == high:   # no width as shown
+        which = "every resample" if cell.constant else "95% of resamples"
+        return f" ({which} {low}; {n})"
+    return f" [{low}, {high}] ({n})"
+
+
 def pct(cell: Cell, ci: bool = True, digits: int = 1) -> str:
     if _nan(cell.estimate):
         return DASH
-    text = f"{100 * cell.estimate:.{digits}f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{100 * cell.low:.{digits}f}, {100 * cell.high:.{digits}f}]"
-    return text
+    return f"{100 * cell.estimate:.{digits}f}" + _bounds(cell, ci, lambda v: f"{100 * v:.{digits}f}")
 
 
 def num(cell: Cell, ci: bool = True, digits: int = 2) -> str:
     if _nan(cell.estimate):
         return DASH
-    text = f"{cell.estimate:.{digits}f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{cell.low:.{digits}f}, {cell.high:.{digits}f}]"
-    return text
+    return f"{cell.estimate:.{digits}f}" + _bounds(cell, ci, lambda v: f"{v:.{digits}f}")
 
 
 def benefit(cell: Cell, ci: bool = True) -> str:
     """Mean benefit x 100, signed."""
     if _nan(cell.estimate):
         return DASH
-    text = f"{100 * cell.estimate:+.2f}"
-    if ci and not (_nan(cell.low) or _nan(cell.high)):
-        text += f" [{100 * cell.low:+.2f}, {100 * cell.high:+.2f}]"
-    return text
+    return f"{100 * cell.estimate:+.2f}" + _bounds(cell, ci, lambda v: f"{100 * v:+.2f}")
 
 
 # ---------------------------------------------------------------------------
@@ -565,6 +571,16 @@ def method_notes(entries: list[Entry]) -> list[str]:
     return lines
 
 
+def _published(number: int, entries: list[Entry]) -> list[str]:
+    """The paper's own Table `number` beside ours (issue 43): the model a run names, matched only by
+    the declared aliases of sources/chronoculture/published/aliases.yaml, first; [] when none ships."""
+    from histbench.core.published import published_markdown
+
+    names = [n for e in entries if e.is_model for n in (e.preds.info.get("model"), e.label) if isinstance(n, str)]
+    text = published_markdown("chronoculture", number, names)
+    return ["", text] if text else []
+
+
 def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_prefix: str = "", h: str = "###",
                 example_limit: int = 6, min_pairs: int = MIN_PAIRS) -> list[Part]:
     """Every section of the report as Markdown (sub-headings at level `h`) with its numbers and figures.
@@ -576,8 +592,9 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     models = [e for e in entries if e.is_model]
     shown = models[:example_limit]
     parts: list[Part] = []
-    ci_note = ("Cells: estimate [bootstrap 95% interval over temporal pairs]; percentages are of the pairs "
-               "in the cell.")
+    ci_note = ("Cells: estimate [95% interval]: Wilson for a share of pairs (every %), a percentile bootstrap over "
+               "temporal pairs for means, medians and benefits; percentages are of the pairs in the cell. An interval "
+               "of no width is said in words (every resample, or 95% of them, gave that value).")
     no_model = "No model run in this report, so there is no per-run figure here (reference runs predict no change)."
 
     # Runs, exclusions, Tables 6 and 7, Figure 11
@@ -609,11 +626,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "References (C.1) under each model: `uniform` (equal shares for every option) and `static` (the model's "
           "undated answer for both years), on the model's own analysed pairs.", "",
           "**Both periods accurate**", "", table8(entries, "both"), "", "**Older only**", "", table8(entries, "older_only"),
-          "", "**Newer only**", "", table8(entries, "newer_only"), "",
+          "", "**Newer only**", "", table8(entries, "newer_only"), *_published(8, entries), "",
           _img(f5, link_prefix, "Figure 5. Both periods (a) and one period only (b) within tau = 0.10, by human shift"),
           "", f"{h} Table 9. Accuracy at each tolerance (C.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table9(e.analysis)]
+    md += _published(9, entries)
     figures = [f5]
     for e in shown:
         path = fig.period_error_figure(e.analysis, figure_dir)
@@ -629,6 +647,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     md = [ci_note, "", "Which gold distribution each prediction is closer to, for pairs with a moderate or larger "
           "shift (zero model shift included). Distances equal within 1e-12 count as a tie.", "",
           f"{h} Table 10. Temporal alignment (%)", "", table10a(entries), "", "**All shifted pairs**", "", table10b(entries),
+          *_published(10, entries),
           "", _img(f6, link_prefix, "Figure 6. Temporal alignment of the two predictions, shifted pairs")]
     parts.append(Part("RF1: temporal alignment (C.3, Table 10, Figure 6)", "\n".join(md),
                       {e.label: _cells(e.analysis, "align.default") for e in entries}, [f6]))
@@ -640,11 +659,12 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "**Zero model shift (identical predictions, %)**", "", table11(entries, "zero_shift"), "",
           "**Median ratio r = d_m / d_h (pairs with nonzero model shift)**", "", table11(entries, "median_ratio"), "",
           "**Median cosine of the cumulative change vectors (pairs with nonzero model shift)**", "",
-          table11(entries, "median_cosine"), "",
+          table11(entries, "median_cosine"), *_published(11, entries), "",
           _img(f7, link_prefix, "Figure 7. Identical predictions (a), median ratio r (b) and median cosine (c) by human shift"),
           "", f"{h} Table 12. Median ratio with and without identical predictions (D.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table12(e.analysis)]
+    md += _published(12, entries)
     md += ["", _img(f15, link_prefix, "Figure 15. Human shift d_h and model shift d_m per temporal pair") if f15 else no_model]
     parts.append(Part("RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf2.default") for e in entries}, [f7] + ([f15] if f15 else [])))
@@ -652,9 +672,10 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
     # Stable pairs
     md = [ci_note, "", "Stable pairs (d_h <= 0.03): the model preserves stability when d_m <= 0.03; false drift is "
           "small for 0.03 < d_m < 0.10 and large for d_m >= 0.10.", "", f"{h} Table 13. Behaviour on stable pairs (%)", "",
-          table13(entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
+          table13(entries), *_published(13, entries), "", f"{h} Table 14. Stable pairs by survey (%)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table14(e.analysis)]
+    md += _published(14, entries)
     parts.append(Part("RF2: stability and false drift (D.3-D.4, Tables 13-14)", "\n".join(md),
                       {e.label: _cells(e.analysis, "stable.default") for e in entries}))
 
@@ -663,10 +684,11 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "available years, for every retained question x country combination (4.4; a combination whose dated "
           "answers are invalid still counts here). Ties within 1e-12 go to the earliest year and are counted in the "
           "JSON. Intervals resample the combinations.", "",
-          f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), "",
+          f"{h} Table 15. Default survey year of undated predictions (%)", "", table15(entries), *_published(15, entries), "",
           f"{h} Table 16. Default year by coverage, against equal choice (E.2)"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table16(e.analysis)]
+    md += _published(16, entries)
     parts.append(Part("RF3: default period (4.4, E.1-E.2, Tables 15-16)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.default_period", "rf3.equal_choice") for e in entries}))
 
@@ -676,19 +698,20 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
           "the prediction closer to that year's gold distribution. Helped / unchanged / hurt by its sign (|b| <= 1e-12 "
           "is unchanged); identical: the dated answer equals the undated one.", "",
           f"{h} Table 17. Overall effect of naming a year", "", "**Naming the older year**", "", table17(entries, "old"), "",
-          "**Naming the newer year**", "", table17(entries, "new"), "",
+          "**Naming the newer year**", "", table17(entries, "new"), *_published(17, entries), "",
           f"{h} Table 18. Mean benefit (x 100) by human shift", "", "**Naming the older year**", "", table18(entries, "old"),
-          "", "**Naming the newer year**", "", table18(entries, "new"), "",
+          "", "**Naming the newer year**", "", table18(entries, "new"), *_published(18, entries), "",
           _img(f8, link_prefix, "Figure 8. Mean benefit of naming the older (a) and the newer (b) year, by human shift"), "",
           f"{h} Table 19. Naming outcomes by human shift"]
     for e in entries:
         md += ["", f"**{e.md_label}**", "", table19(e.analysis)]
+    md += _published(19, entries)
     figures = [f8]
     for e in shown:
         path = fig.naming_outcomes_figure(e.analysis, figure_dir)
         figures.append(path)
         md += ["", _img(path, link_prefix, f"Figure 18. Naming outcomes by human shift: {e.md_label}")]
-    md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries)]
+    md += ["", f"{h} Table 20. Items helped and hurt, very strong shifts (%)", "", table20(entries), *_published(20, entries)]
     parts.append(Part("RF3: naming a year (4.4, E.3-E.4, Tables 17-20, Figures 8 and 18)", "\n".join(md),
                       {e.label: _cells(e.analysis, "rf3.benefit") for e in entries}, figures))
 
@@ -761,7 +784,7 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
               "strong pairs whose mode changes). Pairs the run answers wrongly in both periods are dropped (as the "
               "knowledge filter does); both-correct with a Wilson 95% interval. The last column: among kept strong and "
               "very strong pairs with valid distribution answers, the share with both modes right while r = d_m/d_h < 0.5.",
-              "", f"{h} Table 5. Modal-answer accuracy", "", modal_table(entries)]
+              "", f"{h} Table 5. Modal-answer accuracy", "", modal_table(entries), *_published(5, entries)]
         parts.append(Part("Modal-answer evaluation (A.5, Table 5)", "\n".join(md),
                           {e.label: e.analysis.modal for e in entries if e.analysis.modal}))
 
@@ -784,4 +807,10 @@ def build_parts(bench: Benchmark, entries: list[Entry], figure_dir: Path, link_p
                                  "limited_change": [bench.pair_id[i] for i in fig.limited_change_examples(e.analysis)]}
                        for e in shown},
                       figures))
-    return parts
+    # results first (issue 43): the findings (RF1-RF3, then Table 5's modal answers), then the
+    # runs' counts, exclusions and the knowledge filter (B.1-B.2), then the robustness checks
+    runs_part = parts.pop(0)
+    modal = [p for p in parts if p.title.startswith("Modal-answer")]
+    parts = [p for p in parts if not p.title.startswith("Modal-answer")]
+    at = next((i for i, p in enumerate(parts) if p.title.startswith("Robustness")), len(parts))
+    return [*parts[:at], *modal, runs_part, *parts[at:]]

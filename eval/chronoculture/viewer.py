@@ -163,9 +163,11 @@ def view_items(run_dir: Path) -> ViewerRun:
 
 
 def headlines(run_dir: Path):
-    """RF1 (4.2): both periods within tau = 0.10, over all analysed pairs, with its bootstrap
-    interval (the report's analysis of this run: histbench.evaluate's metrics)."""
+    """RF1 (4.2): both periods within tau = 0.10, over all analysed pairs, with its interval
+    (Wilson: a share of pairs; a run analysed before issue 43 recorded a bootstrap) and n
+    (the report's analysis of this run: histbench.evaluate's metrics)."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import BOOTSTRAP
 
     from .results import run_results
 
@@ -174,5 +176,5 @@ def headlines(run_dir: Path):
     if not cell:
         return []
     return [Headline(results.label, "RF1: both periods within tau 0.10, % of pairs",
-                     format_ci(cell["estimate"], cell["low"], cell["high"], digits=1, percent=True)
-                     + f" (n={cell.get('n', 0)})")]
+                     format_ci(cell["estimate"], cell["low"], cell["high"], digits=1, percent=True,
+                               method=cell.get("method") or BOOTSTRAP, n=cell.get("n", 0), constant=cell.get("constant")))]

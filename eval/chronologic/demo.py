@@ -8,16 +8,17 @@ from pathlib import Path
 
 
 def run_demo(built, work_dir: Path, report_dir: Path):
-    from histbench.eval.demo_model import DEMO_MODEL, demo_label, score_with_demo_model
+    from histbench.eval.demo_model import DEMO_MODEL, DEMO_MODEL_OPTIONS, demo_label, score_with_demo_model
     from histbench.eval.report import ReportSection
 
     from .likelihood import evaluate
+    from .published_table3 import load_published_table3
     from .report import likelihood_markdown
 
     results = [evaluate(built, baseline="random", run_dir=Path(work_dir) / "likelihood-random", n_resamples=1000)]
     label = demo_label("likelihood")
     note = score_with_demo_model(
-        "chronologic", label, DEMO_MODEL, {"dtype": "float32"},
+        "chronologic", label, DEMO_MODEL, DEMO_MODEL_OPTIONS,
         lambda backend: results.append(evaluate(built, backend=backend, run_dir=Path(work_dir) / "likelihood-smollm2",
                                                 label=label)))
     figure = accuracy_figure(results, Path(report_dir) / "likelihood_accuracy.png")
@@ -28,7 +29,7 @@ def run_demo(built, work_dir: Path, report_dir: Path):
         "abstention reminder where it applies, QUESTION: and ANSWER: lines); the random-choice baseline gives "
         "every option the same probability.",
         "",
-        likelihood_markdown(results),
+        likelihood_markdown(results, load_published_table3()),   # the paper's rows beside ours (issue 43)
     ]
     if note:
         lines += ["", note]

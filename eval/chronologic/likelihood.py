@@ -66,9 +66,11 @@ def add_arguments(group) -> None:
 
 
 def add_published_argument(group) -> None:
-    group.add_argument("--published-table3", nargs="?", const=True, default=None, metavar="FILE",
-                       help="show the authors' published Table 3 rows beside the runs: the bundled copy of their "
-                            "leaderboard, or their leaderboard.md / leaderboard.csv at FILE")
+    group.add_argument("--published-table3", nargs="?", const=True, default=True, metavar="FILE",
+                       help="the authors' published Table 3 rows shown beside the runs (on by default: the bundled "
+                            "copy of their leaderboard), or their leaderboard.md / leaderboard.csv at FILE")
+    group.add_argument("--no-published-table3", dest="published_table3", action="store_const", const=None,
+                       help="leave the published Table 3 rows out")
 
 
 def published_from_args(args):

@@ -597,7 +597,7 @@ def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: in
     scope; a scope's resampled value uses the resampled questions that belong to it).
     Scopes without questions are left out.
     """
-    from histbench.eval.stats import bootstrap_counts
+    from histbench.eval.stats import BOOTSTRAP, all_equal, bootstrap_counts
 
     if not scores:
         raise EvalError("no questions were scored")
@@ -626,8 +626,12 @@ def aggregate(scores: Sequence[QuestionScore], n_resamples: int = 1000, seed: in
             columns[metric] = (float(values[mask, k].mean()), _weighted_means(values[:, k], counts, fmask))
         for metric, (estimate, samples) in columns.items():
             low, median, high = np.nanpercentile(samples, [tail, 50.0, 100.0 - tail])
+            # Table 3's own method for every metric (the authors' bootstrap median and
+            # percentile interval), also for accuracy: the published rows are quoted so
             out[metric][scope] = {"estimate": estimate, "median": float(median), "low": float(low),
-                                  "high": float(high), "n": size}
+                                  "high": float(high), "n": size, "method": BOOTSTRAP}
+            if all_equal(samples):
+                out[metric][scope]["constant"] = True
     return out
 
 

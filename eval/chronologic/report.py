@@ -53,13 +53,21 @@ def run_report(args, reporters: dict) -> list[ReportSection]:
 # --------------------------------------------------------------------------- likelihood
 
 
-def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str = "estimate") -> str:
+def _cell(interval: dict | None, scale: float = 1.0, digits: int = 3, key: str = "estimate",
+          with_n: bool = False) -> str:
+    """'0.512 [0.480, 0.544]', with ' (n=3)' when `with_n`; an interval of no width as shown is
+    said in words, never "[0.0, 0.0]" (issue 43): "0.0 (every resample 0.0; n=3)"."""
     if not interval:
         return ""
     value = f"{interval[key] * scale:.{digits}f}"
+    n = f"n={interval['n']}" if with_n and interval.get("n") is not None else ""
     if interval.get("low") is None or interval.get("high") is None:
-        return value
-    return f"{value} [{interval['low'] * scale:.{digits}f}, {interval['high'] * scale:.{digits}f}]"
+        return f"{value} ({n})" if n else value
+    low, high = f"{interval['low'] * scale:.{digits}f}", f"{interval['high'] * scale:.{digits}f}"
+    if low == high:
+        which = "every resample" if interval.get("constant") else "95% of resamples"
+        return f"{value} ({which} {low}{'; ' + n if n else ''})"
+    return f"{value} [{low}, {high}]" + (f" ({n})" if n else "")
 
 
 def _median(interval: dict | None, scale: float = 1.0, digits: int = 3) -> str:
@@ -126,7 +134,7 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
         row = {"Model": escape_markdown(r["label"])}
         for t in types:
             cell = r["metrics"]["acc"].get(f"type:{t}")
-            row[TYPE_LABELS[t]] = "" if cell is None else f"{cell['estimate'] * 100:.1f} (n={cell['n']})"
+            row[TYPE_LABELS[t]] = "" if cell is None else _cell(cell, 100, 1, with_n=True)
         per_type.append(row)
     lines = [
         "Table 3 layout: models sorted by Brier score (lower is better); group columns are accuracy in %. "
@@ -152,11 +160,13 @@ def likelihood_markdown(results: list[dict], published=None) -> str:
         "(1/n) sum_i (p_i - y_i)^2 with p the softmax of the mean per-token log-likelihoods over the "
         "question's own options and y = 1/k on each of its k ground truths ((graded): y = answer "
         "probabilities normalised); acc (sum LL) and acc_norm (LL/char) are lm-evaluation-harness's acc and "
-        "acc_norm. These are full-sample values with 95% intervals.",
+        "acc_norm. These are full-sample values with 95% percentile bootstrap intervals over questions (the "
+        "resamples of Table 3); an interval of no width is said in words.",
         "",
         markdown_table(secondary, secondary_columns),
         "",
-        "Accuracy (%, the Table 3 rule) per reasoning type:",
+        "Accuracy (%, the Table 3 rule) per reasoning type, full-sample values with 95% percentile bootstrap "
+        "intervals and n, the questions of the type:",
         "",
         markdown_table(per_type, ["Model", *(TYPE_LABELS[t] for t in types)]),
     ]

@@ -117,8 +117,9 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
     template = _template(results, run_dir) if questions else None
     stored = StoredAnswers.open(run_dir)
     if baseline:
-        notes.append("random-choice baseline: every option equally likely, no model was asked; a question's "
-                     "expected accuracy is 1/n (outcome: unscored)")
+        notes.append("random-choice baseline: every option equally likely, no model was asked; the tie of all "
+                     "options is not broken, so no option is shown as chosen; a question's expected accuracy is 1/n "
+                     "(outcome: unscored)")
     tokenisation = (results.get("options") or {}).get("tokenisation", "authors")
     notes.append(f"log-likelihoods with the {tokenisation} tokenisation; score: the question's softmax Brier "
                  "(mean squared gap between the options' softmax probabilities and 1/k on its k ground truths), "
@@ -134,7 +135,7 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
         for k in range(row["n_options"]):
             option = {"text": texts[k], "loglik": row["loglik"][k], "tokens": row["n_tokens"][k],
                       "mean_loglik": row["mean_loglik"][k], "probability": row["probabilities"][k],
-                      "gold": row["answer_probabilities"][k] or False, "chosen": k == row["choice"]}
+                      "gold": row["answer_probabilities"][k] or False, "chosen": not baseline and k == row["choice"]}
             if context is not None and not baseline:
                 record = stored.loglikelihood(context, template.render_continuation(texts[k]))
                 missing_records += record is None
@@ -152,6 +153,15 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
         details = {"reasoning type": TYPE_LABELS.get(row["reasoning_type"], row["reasoning_type"]),
                    "accuracy (Table 3 rule)": acc, "any ground truth": row.get("acc_any"),
                    "tied top options": row.get("tied"), "p(truth)": row.get("p_truth")}
+        tied = row.get("tied") or 1
+        if baseline:
+            # every option ties (p = 1/n); the ledger's choice is argmax's first option, which is
+            # the ground truth in every release, so the baseline is shown choosing nothing
+            details["tie"] = (f"all {row['n_options']} options tie; not broken: no option is chosen, the accuracy "
+                              f"is the expected 1/{row['n_options']} of a uniform pick")
+        elif tied > 1:
+            details["tie"] = (f"{tied} top options tie; broken by release order (the first tied option is the "
+                              "choice, as Table 3's argmax rule does); 'any ground truth' shares the credit")
         if row.get("frame_donor") not in (None, number):
             details["metadata frame of question"] = row["frame_donor"]
         if missing_records:
@@ -161,7 +171,7 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
             "score": row.get("brier_softmax"), "score_label": "softmax Brier", "kind": "loglikelihood",
             "prompt": context, "prompt_label": "prompt (the context every option is scored after)",
             "options": options, "gold": [t for t, p in zip(texts, row["answer_probabilities"], strict=True) if p == 1.0],
-            "parsed": texts[row["choice"]], "details": details,
+            "parsed": None if baseline else texts[row["choice"]], "details": details,
         })
     return items, notes
 
@@ -204,6 +214,7 @@ def headlines(run_dir: Path):
     (bootstrap medians with 95% percentile intervals, as Table 3 quotes them); the answer
     count for a generation run (its scores come from the judges)."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import BOOTSTRAP
 
     results = read_json_object(Path(run_dir) / RESULTS_NAME, error=EvalError)
     label = results.get("label") or Path(run_dir).name
@@ -213,11 +224,13 @@ def headlines(run_dir: Path):
         brier = (metrics.get("brier") or {}).get("overall")
         if brier:
             out.append(Headline(label, "calibrated Brier (Table 3, lower is better)",
-                                format_ci(brier["median"], brier["low"], brier["high"], digits=4)))
+                                format_ci(brier["median"], brier["low"], brier["high"], digits=4, method=BOOTSTRAP,
+                                          n=brier.get("n"), constant=brier.get("constant"))))
         acc = (metrics.get("acc") or {}).get("overall")
         if acc:
             out.append(Headline(label, "accuracy % (Table 3 rule)",
-                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True)))
+                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True,
+                                          method=BOOTSTRAP, n=acc.get("n"), constant=acc.get("constant"))))
         return out
     if results.get("mode") == "generate":
         counts = results.get("counts") or {}

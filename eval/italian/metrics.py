@@ -232,6 +232,8 @@ def ner_scores(letters: Iterable[tuple[Sequence[dict], Sequence[dict]]], labels:
                 samples = samples[~np.isnan(samples)]
                 low, high = percentile_interval(samples) if samples.size else (np.nan, np.nan)
                 result[f"{name}_ci"] = [float(low), float(high)]
+                if samples.size and samples.min() == samples.max():
+                    result[f"{name}_ci_constant"] = True   # every resample the same (reports say so)
         tp, n_pred, n_gold = (int(pooled[k].sum()) for k in range(3))
         result["micro"] = dict(zip(("precision", "recall", "f1"), TypeCounts(tp, n_pred, n_gold).prf(), strict=True))
         result["per_type"] = per_type

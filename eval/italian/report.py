@@ -8,7 +8,8 @@ for a Historical Italian Large Language Model Benchmark" whose task they report 
 The figure (`results_figure`) keeps metrics apart: one panel of accuracies (with each
 task's chance level), one of mean Spearman correlations (-1..1, zero line), one of NER
 macro F1 (strict and fuzzy, with the ceiling a perfect answer reaches); every bar has its
-95% bootstrap interval, and the legend sits below the panels, never over the bars.
+95% interval (Wilson for accuracies, percentile bootstrap for the rest), and the legend sits below the
+panels, never over the bars.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.core.markdown import escape_markdown
-from histbench.eval.demo_model import DEMO_MODEL, demo_label
+from histbench.eval.demo_model import DEMO_MODEL, DEMO_MODEL_OPTIONS, demo_label
 from histbench.eval.report import ReportSection, format_ci, markdown_table
+from histbench.eval.stats import BOOTSTRAP
 
 from .tasks import MCQ_TASKS, NER_TASKS
 
@@ -35,12 +37,21 @@ SHORT = {"wsd": "WSD (3.1)", "authorship": "authorship (3.3)", "head": "head (3.
          "intertext": "intertext (3.5)", "chrono_ranking": "ranking (3.3)", "ner_classense": "Canneti-Fiacchi (3.2)",
          "ner_bellini": "Bellini (3.2)"}
 ORDER = ("wsd", "ner_classense", "ner_bellini", "chrono_ranking", "authorship", "head", "deprel", "intertext")
-FIGURE_TITLE = "Historical Italian benchmark: results by task (paper sections 3.1-3.5), 95% bootstrap intervals"
+FIGURE_TITLE = ("Historical Italian benchmark: results by task (paper sections 3.1-3.5), 95% intervals (Wilson for "
+                "accuracy, percentile bootstrap for F1 and Spearman)")
 
 
 def _ner_cell(m: dict, mode: str, name: str) -> str:
     ci = m[mode].get(f"{name}_ci") or [None, None]
-    return format_ci(m[mode][name], ci[0], ci[1])
+    return format_ci(m[mode][name], ci[0], ci[1], method=BOOTSTRAP, n=m.get("letters"),
+                     constant=m[mode].get(f"{name}_ci_constant"))
+
+
+def interval_cell(m: dict, key: str) -> str:
+    """A task's accuracy (Wilson) or mean Spearman (bootstrap), its method and n beside it;
+    a run written before the methods were recorded bootstrapped both."""
+    return format_ci(m[key], m.get("ci_low"), m.get("ci_high"), method=m.get("ci_method") or BOOTSTRAP, n=m.get("n"),
+                     constant=m.get("ci_constant"))
 
 
 def results_markdown(runs: list[dict]) -> str:
@@ -55,16 +66,17 @@ def results_markdown(runs: list[dict]) -> str:
             if task in NER_TASKS:
                 rows.append({"model": escape_markdown(run["model"]), "letters": m["letters"],
                              "strict P": m["strict"]["precision"], "strict R": m["strict"]["recall"],
-                             "strict F1 [95% CI]": _ner_cell(m, "strict", "f1"),
+                             "strict F1 [95% interval]": _ner_cell(m, "strict", "f1"),
                              "fuzzy P": m["fuzzy"]["precision"], "fuzzy R": m["fuzzy"]["recall"],
-                             "fuzzy F1 [95% CI]": _ner_cell(m, "fuzzy", "f1"),
+                             "fuzzy F1 [95% interval]": _ner_cell(m, "fuzzy", "f1"),
                              "ceiling strict / fuzzy": f"{m['ceiling']['strict_f1']:.3f} / {m['ceiling']['fuzzy_f1']:.3f}",
                              "invented-type predictions": m.get("invented_predictions", 0),
                              "parse failures": m["parse_failures"], "cut off": m.get("cut_off", 0)})
             else:
                 key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
                 row = {"model": escape_markdown(run["model"]), "n": m["n"],
-                       ("mean Spearman [95% CI]" if key == "mean_spearman" else "accuracy [95% CI]"): format_ci(m[key], m["ci_low"], m["ci_high"])}
+                       ("mean Spearman [95% interval]" if key == "mean_spearman" else "accuracy [95% interval]"):
+                           interval_cell(m, key)}
                 for genre, value in (m.get("by_genre") or {}).items():
                     row[genre] = value
                 row["parse failures"] = m["parse_failures"]
@@ -177,7 +189,6 @@ def draw_results(runs: list[dict]):
 # likelihood`, histbench.eval.choices) on the first DEMO_LIMIT rows of every multiple-choice
 # task. Generating the answers instead costs minutes on a CPU for a model that writes
 # almost no parsable answer at this size, so the demo scores the options it could choose.
-DEMO_MODEL_OPTIONS = {"dtype": "float32"}
 DEMO_LABEL = demo_label("likelihood")
 DEMO_LIMIT = 3
 

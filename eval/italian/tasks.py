@@ -232,7 +232,7 @@ CUT_OFF = "cut off (finish_reason length)"
 def score_task(task: str, rows: list[dict], predictions: list, failures: list[str | None] | None = None) -> tuple[dict, list[dict]]:
     """predictions: per row the parsed value or None; failures: per row why there is no
     prediction (CUT_OFF, a parse error, a request error) or None. Returns (metrics, items)."""
-    from histbench.eval.stats import bootstrap_mean
+    from histbench.eval.stats import bootstrap_mean, proportion_interval
 
     failures = list(failures) if failures is not None else [None if p is not None else "unparsed" for p in predictions]
     items = []
@@ -261,10 +261,17 @@ def score_task(task: str, rows: list[dict], predictions: list, failures: list[st
             value = float(pred == gold) if pred is not None else 0.0
             items.append({"id": row["id"], "predicted": pred, "gold": gold, "correct": bool(value), "failure": failure})
         values.append(value)
-    interval = bootstrap_mean(np.array(values, dtype=float)) if values else None
-    name = "mean_spearman" if task == "chrono_ranking" else "accuracy"
+    # accuracy is a proportion (Wilson); a mean Spearman is not (percentile bootstrap)
+    ranking = task == "chrono_ranking"
+    interval = None
+    if values:
+        interval = bootstrap_mean(np.array(values, dtype=float)) if ranking else proportion_interval(values)
+    name = "mean_spearman" if ranking else "accuracy"
     metrics = {"n": len(rows), **counts, name: interval.estimate if interval else float("nan"),
-               "ci_low": interval.low if interval else float("nan"), "ci_high": interval.high if interval else float("nan")}
+               "ci_low": interval.low if interval else float("nan"), "ci_high": interval.high if interval else float("nan"),
+               "ci_method": interval.method if interval else None}
+    if interval is not None and interval.constant:
+        metrics["ci_constant"] = True
     genres = sorted({r.get("genre") for r in rows if r.get("genre")})
     if genres:
         metrics["by_genre"] = {g: float(np.mean([v for r, v in zip(rows, values, strict=True) if r.get("genre") == g])) for g in genres}

@@ -168,6 +168,9 @@ def headlines(run_dir: Path):
     """Each task's own measure (accuracy, mean Spearman, strict macro F1) with its interval:
     the paper reports the tasks side by side and never averages them."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import BOOTSTRAP
+
+    from .report import interval_cell
 
     data = read_json_object(Path(run_dir) / "results.json", error=EvalError)
     label = data.get("model") or Path(run_dir).name
@@ -176,9 +179,11 @@ def headlines(run_dir: Path):
         name = TASK_LABELS.get(task, task)
         if "strict" in m:
             low, high = (m["strict"].get("f1_ci") or [None, None])[:2]
-            out.append(Headline(label, f"{name}: strict F1", format_ci(m["strict"]["f1"], low, high)))
+            out.append(Headline(label, f"{name}: strict F1", format_ci(
+                m["strict"]["f1"], low, high, method=BOOTSTRAP, n=m.get("letters"),
+                constant=m["strict"].get("f1_ci_constant"))))
         elif "mean_spearman" in m:
-            out.append(Headline(label, f"{name}: mean Spearman", format_ci(m["mean_spearman"], m.get("ci_low"), m.get("ci_high"))))
+            out.append(Headline(label, f"{name}: mean Spearman", interval_cell(m, "mean_spearman")))
         elif "accuracy" in m:
-            out.append(Headline(label, f"{name}: accuracy", format_ci(m["accuracy"], m.get("ci_low"), m.get("ci_high"))))
+            out.append(Headline(label, f"{name}: accuracy", interval_cell(m, "accuracy")))
     return out

@@ -160,6 +160,7 @@ def paired_bootstrap(correct: np.ndarray, comparisons: Sequence[tuple[int, int]]
             out["differences"].append({
                 "after": int(a), "before": int(b), "estimate": float(point[a] - point[b]),
                 "low": float(d_low[j]), "high": float(d_high[j]), "bootstrap_mean": float(d_mean[j]),
+                **({"constant": True} if stats.all_equal(deltas[:, j]) else {}),
             })
     return out
 

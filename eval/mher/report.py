@@ -65,6 +65,14 @@ def pct(value, digits: int = 2) -> str:
     return f"{100 * value:.{digits}f}"
 
 
+def bounds(low, high, constant: bool | None = None) -> str:
+    """A bootstrap interval '[low, high]' (percentage points); one of no width in words, never
+    "[0.00, 0.00]" (issue 43): every resample gave that value (`constant`), or 95% of them did."""
+    if low is not None and high is not None and pct(low) == pct(high):   # no width as shown
+        return f"({'every resample' if constant else '95% of resamples'} {pct(low)})"
+    return f"[{pct(low)}, {pct(high)}]"
+
+
 def signed(value, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -127,7 +135,7 @@ def table4(models: dict) -> str:
             continue
         rows.append({"Model": escape_markdown(label), "Name": pct(paired["name_only"]["accuracy"]),
                      "Source": pct(paired["source_grounded"]["accuracy"]), "Δ": signed(diff["estimate"]),
-                     "95% CI": f"[{pct(diff['low'])}, {pct(diff['high'])}]", "W→C": t["W->C"], "C→W": t["C->W"],
+                     "95% CI": bounds(diff['low'], diff['high'], diff.get('constant')), "W→C": t["W->C"], "C→W": t["C->W"],
                      "C→C": t["C->C"], "W→W": t["W->W"],
                      "McNemar p": pval(t["mcnemar_p"]), "Bonferroni p": pval(t.get("mcnemar_p_bonferroni"))})
     return markdown_table(rows, ["Model", "Name", "Source", "Δ", "95% CI", "W→C", "C→W", "C→C", "W→W", "McNemar p",
@@ -163,8 +171,8 @@ def table5(models: dict) -> str:
             "Source": pct(paired["source_grounded"]["accuracy"]),
             "Shuffle A/B/C": " / ".join(pct(paired[s]["accuracy"]) for s in SHUFFLES if s in paired),
             "Shuffle range": f"{pct(min(shuffles))}–{pct(max(shuffles))}" if shuffles else "",
-            "Δ S−C [95% CI]": f"{signed(sc['estimate'])} [{pct(sc['low'])}, {pct(sc['high'])}]" if sc else "",
-            "Δ S−Shuf [95% CI]": f"{signed(sshuf['estimate'])} [{pct(sshuf['low'])}, {pct(sshuf['high'])}]" if sshuf else "",
+            "Δ S−C [95% CI]": f"{signed(sc['estimate'])} {bounds(sc['low'], sc['high'], sc.get('constant'))}" if sc else "",
+            "Δ S−Shuf [95% CI]": f"{signed(sshuf['estimate'])} {bounds(sshuf['low'], sshuf['high'], sshuf.get('constant'))}" if sshuf else "",
             "p (S vs C)": pval(t.get("context_only", {}).get("mcnemar_p")),
             "max p (S vs each shuffle)": pval(max(shuffle_p)) if shuffle_p else "",
         })
@@ -180,8 +188,8 @@ def table6(models: dict) -> str:
             continue
         cb, th, loo = rob["cluster_bootstrap"], rob["thinning"], rob["leave_one_entity_out"]
         rows.append({"Model": escape_markdown(label), "Pair gain (pp)": signed(rob["pair_gain"]),
-                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} [{pct(cb['low'])}, {pct(cb['high'])}]",
-                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} [{pct(th['low'])}, {pct(th['high'])}]",
+                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} {bounds(cb['low'], cb['high'])}",
+                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} {bounds(th['low'], th['high'])}",
                      "LOO range (pp)": f"{pct(loo['min'])}–{pct(loo['max'])}",
                      "Entities (repeated)": f"{cb['entities']} ({rob['repeated_entities']})"})
     return markdown_table(rows, ["Model", "Pair gain (pp)", "Cluster boot. mean [95% CI]",
@@ -357,6 +365,17 @@ def _systems_from_runs(runs: list[Run]) -> tuple[list[tuple[Run, dict]], list[Sy
     return baseline_runs, systems
 
 
+def _published(number: int, names, split: str) -> str:
+    """The paper's own Table `number` (TEST) under ours (issue 43): rows of the systems a run names,
+    matched only by sources/mher/published/aliases.yaml, first; '' when none ships or off TEST."""
+    if split != "test":
+        return ""
+    from histbench.core.published import published_markdown
+
+    text = published_markdown("mher", number, [n for n in names if isinstance(n, str)])
+    return "\n\n" + text if text else ""
+
+
 def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int, seed: int, thinning: int,
                    split: str = "test", figure_prefix: str = "", link_prefix: str = "",
                    family: list[str] | None = None, family_size: int | None = None,
@@ -382,7 +401,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
             f"Table 2: non-generative baselines ({split.upper()})",
             f"Name-form methods on the full Name-only {split.upper()} set ({n_name} items); context methods on the "
             f"paired Context-only {split.upper()} subset ({n_ctx} items). Every threshold, vocabulary and fit was "
-            f"chosen on DEV only.{flag}\n\n" + table2(rows, split),
+            f"chosen on DEV only.{flag}\n\n" + table2(rows, split) + _published(2, [r["system"] for r in rows], split),
         ))
     analysis = analyse_models(bench, systems, resamples=resamples, seed=seed, thinning=thinning, split=split,
                               family=family, family_size=family_size, cluster_estimator=cluster_estimator)
@@ -390,6 +409,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
     if not analysis:
         return sections, data
     models = analysis["models"]
+    run_names = [n for run in runs if run.kind == "model" for n in (run.info.get("model"), run.label, *run.systems())]
     n_full = len(bench.items("name_only", split))
     n_paired = analysis["paired_items"]
     kinds = {res["kind"] for res in models.values()}
@@ -411,19 +431,19 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
 
     sections.append(ReportSection(f"Table 3: Name-only behaviour on the full {split.upper()} set",
                                   f"{note}{n_full} items; ambiguous counts as wrong; Wilson 95% intervals.\n\n"
-                                  + table3(models)))
+                                  + table3(models) + _published(3, run_names, split)))
     sections.append(ReportSection(
         f"Table 4: primary paired result (the same {n_paired} identity questions)",
         f"Accuracy (%) under Name-only and Source-grounded evidence; Δ with a paired item-bootstrap 95% interval "
         f"({analysis['resamples']:,} resamples); exact two-sided McNemar on the discordant pairs. "
-        f"{bonferroni_note(analysis)}\n\n" + table4(models)))
+        f"{bonferroni_note(analysis)}\n\n" + table4(models) + _published(4, run_names, split)))
     figure_section("paired_accuracy", "Panel A: accuracy under both conditions; panel B: the paired gain with its "
                                       "bootstrap interval (Table 4).")
     sections.append(ReportSection(
         "Table 5: falsification and ablation",
         "Context-only removes names, languages and scripts; the three shuffles reassign contexts by fixed "
         "derangements (disclosed to the model) and are reported separately; Δ S−Shuf uses their mean.\n\n"
-        + table5(models)))
+        + table5(models) + _published(5, run_names, split)))
     figure_section("falsification", "Bars: the range of the three shuffled controls (A, B, C marked); triangle: "
                                     "Context-only; square: Source-grounded; beside each system: Source-grounded "
                                     "minus Context-only (pp).")
@@ -435,7 +455,7 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
         "Table 6: repeated-entity robustness",
         f"Cluster bootstrap resamples canonical persons ({analysis['resamples']:,} resamples): {how}; "
         f"one-pair-per-entity thinning repeated {analysis['thinning_repetitions']:,} times; LOO removes every "
-        "item of one person.\n\n" + table6(models)))
+        "item of one person.\n\n" + table6(models) + _published(6, run_names, split)))
     sections.append(ReportSection(
         "Table 7: Source-grounded errors (coded categories and error structure)",
         "Name-induced: Context-only was correct on the item; persistent: Context-only was also wrong. "

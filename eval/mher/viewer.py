@@ -134,6 +134,7 @@ def headlines(run_dir: Path):
     """Per system: accuracy on the Source-grounded TEST pairs (or its own condition's TEST
     pairs) with the Wilson 95% interval, as Tables 2-4 quote it."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import WILSON
 
     from .results import run_results
 
@@ -147,6 +148,7 @@ def headlines(run_dir: Path):
         if accuracy is None:
             continue
         out.append(Headline(labels.get(system, system), f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST",
-                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high")),
+                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high"), method=WILSON,
+                                      n=cell.get("n")),
                             estimate=accuracy, higher_is_better=True))
     return out

@@ -43,14 +43,16 @@ def summary_table(scores: Scores, mode: str) -> str:
     for r in scores.summary:
         rows.append([
             escape_markdown(r["model"]), escape_markdown(r["group"]), r["sentences"], r["scored"], _fmt(r["mean_rho"], 2),
-            format_ci(r[f"beta_{mode}_mean"], r[f"beta_{mode}_low"], r[f"beta_{mode}_high"]) or "-",
+            format_ci(r[f"beta_{mode}_mean"], r[f"beta_{mode}_low"], r[f"beta_{mode}_high"],
+                      n=r.get(f"beta_{mode}_n"), constant=r.get(f"beta_{mode}_constant")) or "-",
             _fmt(r[f"beta_{mode}_median"]),
-            format_ci(r[f"delta_{mode}_mean"], r[f"delta_{mode}_low"], r[f"delta_{mode}_high"]) or "-",
+            format_ci(r[f"delta_{mode}_mean"], r[f"delta_{mode}_low"], r[f"delta_{mode}_high"],
+                      n=r.get(f"delta_{mode}_n"), constant=r.get(f"delta_{mode}_constant")) or "-",
             _fmt(r[f"delta_{mode}_median"]),
             _fmt(r["mass_scored_mean"]), _fmt(r["mass_subword_mean"]),
         ])
-    header = ["model", "group", "sentences", "scored", "mean rho", "beta mean [95% CI]", "beta median",
-              "delta mean [95% CI]", "delta median", "scored p mass", "sub-word p mass"]
+    header = ["model", "group", "sentences", "scored", "mean rho", "beta mean [95% percentile bootstrap]", "beta median",
+              "delta mean [95% percentile bootstrap]", "delta median", "scored p mass", "sub-word p mass"]
     return markdown_table(rows, header, "llrrrrrrrrr")
 
 

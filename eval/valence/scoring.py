@@ -151,6 +151,9 @@ def summarise(pairs: Sequence[dict], models: Sequence[str], groups: Sequence[str
                     row[f"{metric}_{mode}_mean"] = interval.estimate
                     row[f"{metric}_{mode}_low"] = interval.low
                     row[f"{metric}_{mode}_high"] = interval.high
+                    row[f"{metric}_{mode}_n"] = interval.n
+                    if interval.constant:
+                        row[f"{metric}_{mode}_constant"] = True
                     row[f"{metric}_{mode}_median"] = float(np.median(defined)) if defined.size else math.nan
                     row[f"{metric}_{mode}_sd"] = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
             row["mass_scored_mean"] = float(np.mean([p["mass_scored"] for p in chosen]))

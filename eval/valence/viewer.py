@@ -88,6 +88,7 @@ def headlines(run_dir: Path):
     """Per model: bias beta and adequacy delta over all sentences (raw probabilities), with
     their bootstrap 95% intervals (3.2)."""
     from histbench.eval.report import Headline, format_ci
+    from histbench.eval.stats import BOOTSTRAP
 
     from .results import run_results
 
@@ -97,8 +98,12 @@ def headlines(run_dir: Path):
         cell = groups.get("all") or {}
         if "beta_raw_mean" in cell:
             out.append(Headline(model, "bias beta, all sentences",
-                                format_ci(cell["beta_raw_mean"], cell.get("beta_raw_low"), cell.get("beta_raw_high"))))
+                                format_ci(cell["beta_raw_mean"], cell.get("beta_raw_low"), cell.get("beta_raw_high"),
+                                          method=BOOTSTRAP, n=cell.get("beta_raw_n", cell.get("scored")),
+                                          constant=cell.get("beta_raw_constant"))))
         if "delta_raw_mean" in cell:
             out.append(Headline(model, "adequacy delta, all sentences",
-                                format_ci(cell["delta_raw_mean"], cell.get("delta_raw_low"), cell.get("delta_raw_high"))))
+                                format_ci(cell["delta_raw_mean"], cell.get("delta_raw_low"), cell.get("delta_raw_high"),
+                                          method=BOOTSTRAP, n=cell.get("delta_raw_n", cell.get("scored")),
+                                          constant=cell.get("delta_raw_constant"))))
     return out

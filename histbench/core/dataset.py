@@ -18,6 +18,7 @@ import fnmatch
 import hashlib
 import json
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -123,7 +124,9 @@ def _card_data_files(card: Path, error: type[HistbenchError]) -> dict[tuple[str,
     if not text.startswith("---\n") or "\n---" not in text[4:]:
         raise error("the dataset card has no metadata block (configs and data_files)", file=card)
     try:
-        data = yaml.safe_load(text[4:].split("\n---", 1)[0]) or {}
+        # libyaml's parser where PyYAML has it: the card's metadata (every config's features)
+        # is read at every load, and the pure-Python parser took most of a demo's viewer time
+        data = yaml.load(text[4:].split("\n---", 1)[0], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except yaml.YAMLError as exc:
         raise error(f"the dataset card's metadata is not YAML ({exc})", file=card) from exc
     configs = data.get("configs") if isinstance(data, dict) else None
@@ -208,6 +211,11 @@ def load_build_config(
     against the files' current content, and the card (which maps configs to files), gives
     every distinct build its own cache, and never serves rows of files that changed since.
     `data_sha256`, when given, must be what the files are now.
+
+    Within one process a config is loaded once: a later call that verifies the same files
+    and card gets the same `Dataset` object back (`LOADED_KEPT` kept, least recently used
+    dropped first), so treat it as read-only (`set_format` on it would be seen by the next
+    caller).
     """
     import datasets
     from datasets import load_dataset
@@ -221,14 +229,30 @@ def load_build_config(
                         file=folder)
     card = folder / "README.md"
     key = hashlib.sha256(verified.encode() + b"\n" + card.read_bytes()).hexdigest()
+    # the same rows were loaded in this process already (a demo, a report and its viewers
+    # read one build many times): verified just now to be the same files and card
+    remembered = (str(folder.resolve()), str(root), config, split, bool(label_names), key)
+    if remembered in _LOADED:
+        _LOADED.move_to_end(remembered)
+        return _LOADED[remembered]
     quiet_datasets()
     cache_dir = Path(datasets.config.HF_DATASETS_CACHE) / "histbench-builds" / key[:32]
     loaded = load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir))
-    if not label_names:
-        return loaded
-    if isinstance(loaded, datasets.DatasetDict):
-        return datasets.DatasetDict({name: class_labels_to_names(part) for name, part in loaded.items()})
-    return class_labels_to_names(loaded)
+    if label_names:
+        if isinstance(loaded, datasets.DatasetDict):
+            loaded = datasets.DatasetDict({name: class_labels_to_names(part) for name, part in loaded.items()})
+        else:
+            loaded = class_labels_to_names(loaded)
+    _LOADED[remembered] = loaded
+    while len(_LOADED) > LOADED_KEPT:
+        _LOADED.popitem(last=False)
+    return loaded
+
+
+#: configs loaded in this process, by folder, config, split, label names and the key of the
+#: verified files and card (`load_build_config`); the least recently used go first
+LOADED_KEPT = 64
+_LOADED: OrderedDict = OrderedDict()
 
 
 def class_labels_to_names(dataset):
@@ -249,23 +273,67 @@ def class_labels_to_names(dataset):
     return Dataset(InMemoryTable(table), info=DatasetInfo(features=features), split=dataset.split)
 
 
-def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None) -> Path:
-    """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub."""
+def looks_like_path(text: str | Path) -> bool:
+    """Whether a build argument names a folder of this disk rather than a Hub dataset id ORG/NAME.
+
+    A path: a `Path`; text that starts with `.`, `/` or `~`, holds a backslash (or this
+    system's separator other than `/`), more than one `/` or a trailing one; or whose first
+    part is `build` (where `histbench build` writes) or a folder that exists here (`runs/x`
+    when `runs/` does). Only what is left (exactly `ORG/NAME`) may be a Hub id.
+    """
+    import os
+
+    if isinstance(text, Path):
+        return True
+    text = str(text)
+    if text.startswith((".", "/", "~")) or "\\" in text or (os.sep != "/" and os.sep in text):
+        return True
+    if text.count("/") != 1 or text.endswith("/"):
+        return True
+    first = text.split("/", 1)[0]
+    return first == "build" or Path(first).is_dir()
+
+
+def _build_hint(text: str, benchmark: str | None) -> str:
+    """`histbench build BENCHMARK`, the benchmark named by `benchmark` or by the folder's
+    name (`chronologic-1.0.0`), else the word BENCHMARK."""
+    if benchmark is None:
+        from histbench.builders.machinery.build import discover_builders
+
+        name = Path(text).name
+        benchmark = next((b for b in sorted(discover_builders(), key=len, reverse=True) if name.startswith(f"{b}-")),
+                         None)
+    return f"`histbench build {benchmark or 'BENCHMARK'}`"
+
+
+def missing_build(path: str | Path, benchmark: str | None = None) -> EvalError:
+    """The one line for a build folder that does not exist: how to build it."""
+    text = str(path)
+    return EvalError(f"no build folder {text}: build it with {_build_hint(text, benchmark)}")
+
+
+def resolve_dataset_path(path_or_id: str | Path, revision: str | None = None, benchmark: str | None = None) -> Path:
+    """A local folder as is; otherwise a Hub dataset id downloaded with huggingface_hub.
+
+    An argument that looks like a path (`looks_like_path`) and does not exist is refused
+    in one line saying how to build it: it is never looked up on the Hub.
+    """
     path = Path(path_or_id).expanduser()
     if path.exists():
         if not path.is_dir():
             raise EvalError("a built dataset is a folder (build/<benchmark>-<version>)", file=path)
         return path
     text = str(path_or_id)
-    if text.count("/") != 1 or text.startswith((".", "/", "~")):
-        raise EvalError("no such dataset folder, and not a Hub id of the form ORG/NAME", file=text)
+    if looks_like_path(path_or_id):
+        raise missing_build(path_or_id, benchmark)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
         return Path(snapshot_download(repo_id=text, repo_type="dataset", revision=revision))
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        raise EvalError(f"could not download dataset from the Hub: {exc}", file=text) from exc
+        raise EvalError(f"no folder {text} here, and could not download it from the Hub as a dataset id: {exc}",
+                        file=text) from exc
 
 
 def _hub_cache_root(path: Path) -> Path:
@@ -287,6 +355,8 @@ class BuiltDataset:
         """The build, verified (`verify_build`): a damaged manifest, a tampered file or a card
         pointing elsewhere is an EvalError naming the file, before anything is scored."""
         local = Path(path_or_id).expanduser().exists()
+        if not local and looks_like_path(path_or_id):
+            raise missing_build(path_or_id, benchmark)
         built = cls(resolve_dataset_path(path_or_id, revision))
         built.root = None if local else _hub_cache_root(built.path)
         if not (built.path / MANIFEST_NAME).is_file():

@@ -22,15 +22,26 @@ def format_number(value, digits: int = 3) -> str:
     return str(value)
 
 
-def format_ci(value: float | None, low: float | None, high: float | None, digits: int = 3, percent: bool = False) -> str:
-    """'0.512 [0.480, 0.544]' (or in percent)."""
+def format_ci(value: float | None, low: float | None, high: float | None, digits: int = 3, percent: bool = False,
+              *, method: str | None = None, n: int | None = None, constant: bool | None = None) -> str:
+    """'0.512 [0.480, 0.544]' (or in percent), and '(Wilson, n=40)' after it when the method
+    or n is given (issue 43: the method named beside each interval, n always shown).
+
+    An interval of no width is never printed as "[0.0, 0.0]": it is said in words,
+    "0.0 (every resample 0.0; percentile bootstrap, n=4)" when every resample was the
+    same (`constant`), "0.0 (95% of resamples 0.0; ...)" otherwise."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     scale = 100.0 if percent else 1.0
     text = f"{value * scale:.{digits}f}"
+    note = ", ".join(p for p in (method, None if n is None else f"n={n:,}") if p)
     if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
-        text += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
-    return text
+        shown_low, shown_high = f"{low * scale:.{digits}f}", f"{high * scale:.{digits}f}"
+        if shown_low == shown_high:   # no width as shown ("[20.0, 20.0]" from 0.19999999999999998 and 0.2)
+            which = "every resample" if constant else "95% of resamples"
+            return f"{text} ({which} {shown_low}{'; ' + note if note else ''})"
+        text += f" [{shown_low}, {shown_high}]"
+    return f"{text} ({note})" if note else text
 
 
 #: the characters the report renderer (Python-Markdown with its tables extension) reads as

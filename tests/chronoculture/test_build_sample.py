@@ -95,7 +95,7 @@ def test_sample_build_validates_and_matches_the_schemas(sample_build):
 
 
 def test_the_sample_build_prints_no_unexplained_warning(tmp_path, capsys):
-    """Issue 44: `make demo` printed five "warning:" lines for the bundled sample, whose
+    """Issue 44: `make demo` printed five "warning:" lines (eight with the German pooling warning, issue 40) for the bundled sample, whose
     synthetic files hold a few of the registry's variables and plant an off-scale code on
     purpose. Built from the sample they say they are expected; the same files copied
     elsewhere are the user's, and warn."""
@@ -104,8 +104,9 @@ def test_the_sample_build_prints_no_unexplained_warning(tmp_path, capsys):
     run_build(BUILDER, BUILDER.manifest().sample_paths(), options=BUILDER.demo_options(), out_root=tmp_path / "a")
     err = capsys.readouterr().err
     assert "warning:" not in err
-    assert err.count("expected for the bundled sample (synthetic files): ") == 5
+    assert err.count("expected for the bundled sample (synthetic files): ") == 8
     assert "registry variable(s) are not in the file" in err and "neither options nor invalid" in err
+    assert "pooled into one Germany without reunification factors" in err  # three sample files pool two German samples
     copied = {}
     for role, paths in BUILDER.manifest().sample_paths().items():
         copied[role] = []
@@ -116,4 +117,23 @@ def test_the_sample_build_prints_no_unexplained_warning(tmp_path, capsys):
             copied[role].append(target)
     run_build(BUILDER, copied, options=BUILDER.demo_options(), out_root=tmp_path / "b")
     err = capsys.readouterr().err
-    assert err.count("warning: ") == 5 and "expected for the bundled sample" not in err
+    assert err.count("warning: ") == 8 and "expected for the bundled sample" not in err
+
+
+def test_the_build_summary_writes_counts_as_words_not_raw_dicts(sample_build):
+    """Issue 43: the summary the card and the demo page show said `excluded {"wave_outside_range": 120, ...}`;
+    counts by reason are words now ("wave outside range 120"), and no prose holds a dict."""
+    import re
+
+    from histbench.builders.chronoculture.builder import _markdown
+
+    summary = sample_build["summary"]
+    text = _markdown(summary)
+    prose = [line for line in text.splitlines() if not line.startswith("|")]
+    raw = [line for line in prose if re.search(r"\{\s*[\"'][^\"']*[\"']\s*:", line)]
+    assert not raw, raw
+    wvs = next(f for f in summary["exclusions"]["respondents_per_file"] if f["file"] == "wvs_timeseries_synthetic.sav")
+    outside = sum(wvs["excluded_respondents"]["wave_outside_range"].values())
+    assert f"wave outside range {outside:,}" in text
+    assert "unusable weights: missing 3, zero 2, negative 1" in text
+    assert f"shifted mode unchanged {summary['mcq']['excluded']['shifted_mode_unchanged']:,}" in text

@@ -218,8 +218,13 @@ def test_default_period_intervals_resample_combinations_44(hand):
     a = analyse(bench, preds, resamples=400, seed=1)
     newest = a.cell("rf3.default_period.all.newest")
     assert newest.estimate == pytest.approx(1 / 3) and newest.n == 3
-    # resampling 3 combinations: no C in 29.6% of resamples, only C in 3.7% -> [0, 1]
-    assert (newest.low, newest.high) == (0.0, 1.0)
+    # a share of the 3 combinations is a proportion: Wilson's interval over them (issue 43), 1/3 ->
+    # [0.0615, 0.7923] (scipy's binomtest(1, 3).proportion_ci("wilson")); the percentile bootstrap
+    # gave [0, 1] (no C in 29.6% of resamples, only C in 3.7%)
+    assert newest.method == "Wilson"
+    assert (round(newest.low, 4), round(newest.high, 4)) == (0.0615, 0.7923)
+    # a mean over the combinations keeps the bootstrap
+    assert a.cell("rf3.benefit.old.all.mean").method == "percentile bootstrap"
 
 
 def test_table7_retained_pairs_by_level_b2(hand):

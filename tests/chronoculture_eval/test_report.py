@@ -136,11 +136,23 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
                    model_options={"max_retries": 0}, label="loopback", method="generate")
     assert server.requests == 3 * DEMO_SAMPLE
     text = section.markdown
-    assert "a subset of 20 of the build's" in text and "--sample 20 --stratify shift_category" in text
-    assert "5 stable, 5 moderate, 5 strong, 5 very strong" in text
+    assert "a subset of 12 of the build's" in text and "--sample 12 --stratify shift_category" in text
+    assert "3 stable, 3 moderate, 3 strong, 3 very strong" in text
     for table in ("Table 6.", "Table 7.", "Table 8.", "Table 10.", "Table 11.", "Table 13.", "Table 15.", "Table 17.",
                   "Table 18.", "Table 22.", "Table 26.", "Table 5.", "C.4 check"):
         assert table in text, table
+    # the paper's own figures beside ours (issue 43): a loopback model is none of the paper's, so reference rows
+    for number in (5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20):
+        assert f"**The paper's Table {number} (" in text, number
+    assert "| paper (reference) | Llama-3.3-70B | 64.5 | 26.2 | 9.2 |" in text          # Table 13
+    assert "your run" not in text
+    # results first (issue 43): RF1-RF3 and Table 5, then the runs and the knowledge filter (Table 6), then
+    # robustness (Table 22)
+    assert text.index("Table 8.") < text.index("Table 15.") < text.index("Table 5.") < text.index("Table 6.") \
+        < text.index("Table 22.")
+    # every interval names n and none of no width is printed as certainty; the cells say their methods
+    assert "(n=12)" in text and not re.search(r"\[(-?[\d.]+), \1\]", text)
+    assert "Wilson for a share of pairs" in text
     from histbench.eval.report import markdown_to_html
 
     page = markdown_to_html(text, "ChronoCulture")
@@ -151,9 +163,9 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     for path in section.figures:
         assert path.parent == report_dir and path.stat().st_size > 1000
     rf1 = section.data["RF1: accuracy by human shift (4.2, C.1-C.2, Tables 8-9, Figures 5 and 12)"]
-    # the model run: 20 pairs, analysed without the filter (F.3); a uniform answer equals the uniform reference
+    # the model run: 12 pairs, analysed without the filter (F.3); a uniform answer equals the uniform reference
     model = rf1["loopback"]
-    assert model["rf1.default.tau0.10.all.both"]["n"] == 20
+    assert model["rf1.default.tau0.10.all.both"]["n"] == 12
     assert model["rf1.default.tau0.10.all.both"]["estimate"] == pytest.approx(
         model["reference.uniform.rf1.default.tau0.10.all.both"]["estimate"], abs=1e-9)
     # a frozen oracle of the older year: the older prediction is exact, so it is accurate for every pair
@@ -186,3 +198,22 @@ def test_demo_scores_the_offline_smollm2(sample_build, tmp_path, smollm2_path, m
     assert info["mode"] == "option-probabilities"
     assert all(c["valid"] == c["prompts"] for c in info["counts"].values())
     assert "not by the paper's generation method" in section.markdown
+
+
+def test_a_run_of_one_of_the_papers_models_gets_its_published_rows_first():
+    """Issue 43, item 3: matched only through sources/chronoculture/published/aliases.yaml."""
+    from types import SimpleNamespace
+
+    from histbench.eval.chronoculture.reporting import Entry, _published
+
+    def entry(label, model, kind="model"):
+        return Entry(Predictions(label, kind, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)), info={"model": model}),
+                     SimpleNamespace(label=label))
+
+    text = "\n".join(_published(13, [entry("mine", "vllm:/models/Qwen3.5-35B-A3B-FP8"),
+                                      entry("other", "hf:meta-llama/Llama-3.3-70B-Instruct"),
+                                      entry("uniform", "Llama-3.3-70B", kind="baseline")]))
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0] == "| paper; your run vllm:/models/Qwen3.5-35B-A3B-FP8 | Qwen3.5-35B | 68.6 | 21.9 | 9.5 |"
+    assert all("reference" in row for row in rows[1:]) and len(rows) == 6   # a guessed Hub id and a baseline match nothing
+    assert _published(7, [entry("mine", "x")]) == []

@@ -185,3 +185,28 @@ def test_authors_tokenisation_is_the_default_and_harness_an_option(sample_build,
     assert "tokenisation=authors" in results["authors"]["signature"]["text"]
     records = [json.loads(line) for line in (tmp_path / "authors" / "records.jsonl").read_text().splitlines()]
     assert {r["request"].get("boundary") for r in records} == {"context-length"}
+
+
+def test_published_table3_is_on_by_default_and_can_be_left_out(sample_build, tmp_path, capsys):
+    """Issue 43, item 3: the paper's Table 3 rows stand beside a run without asking for them."""
+    from histbench.cli import main
+
+    evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--out", str(tmp_path / "report")]) == 0
+    out = capsys.readouterr().out
+    assert "| Talkie 1930 base | 0.1574 [0.1551, 0.1596] |" in out and "| published |" in out
+    assert main(["report", "chronologic", str(tmp_path / "random"), "--no-published-table3",
+                 "--out", str(tmp_path / "report2")]) == 0
+    out = capsys.readouterr().out
+    assert "Talkie 1930 base" not in out and "random choice" in out
+
+
+def test_the_demo_page_shows_the_published_table3(sample_build, tmp_path, monkeypatch):
+    """Issue 43, item 3: in the demo too (the SmolLM2 run is left out here: it takes minutes)."""
+    from histbench.eval import demo_model
+    from histbench.eval.chronologic import demo as chronologic_demo
+
+    monkeypatch.setattr(demo_model, "score_with_demo_model", lambda *args: "model not scored in this test")
+    section = chronologic_demo.run_demo(BuiltDataset.open(sample_build), tmp_path / "work", tmp_path / "report")
+    assert "| Talkie 1930 base | 0.1574 [0.1551, 0.1596] |" in section.markdown
+    assert "not on the question set of the published rows" in section.markdown

@@ -55,8 +55,7 @@ def scripted_candidate(built):
 @pytest.fixture(scope="module")
 def judged(built, tmp_path_factory):
     """One generated, anchored and judged run shared by the tests below."""
-    from histbench.core.backends.loopback import LoopbackChatServer
-
+    from ..servers.loopback import LoopbackChatServer
     from .conftest import ScriptedJudge
 
     tmp = tmp_path_factory.mktemp("e2e")

@@ -97,7 +97,8 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
     assert run.label == "uniform" and run.signature.startswith("histbench-chronoculture|baseline:uniform|")
     assert run.metrics["counts"]["analysed"] == run.metrics["counts"]["scored"] > 0
     cell = run.metrics["rf1.default.tau0.10.all.both"]  # RF1: both periods within tau = 0.10
-    assert set(cell) == {"estimate", "low", "high", "n"} and cell["low"] <= cell["estimate"] <= cell["high"]
+    assert set(cell) == {"estimate", "low", "high", "n", "method"} and cell["low"] <= cell["estimate"] <= cell["high"]
+    assert cell["method"] == "Wilson"   # a share of pairs is a proportion (issue 43)
     assert {r["period"] for r in run.records} == {"undated", "old", "new"}
 
     mher = histbench.build("mher", sample=True)

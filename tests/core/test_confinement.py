@@ -279,6 +279,28 @@ def test_a_rebuilt_folder_is_served_its_own_rows(built, toy_builder, toy_resourc
     assert again != rows
 
 
+def test_a_config_is_loaded_once_per_process_while_its_files_and_card_stay(built, monkeypatch):
+    """Issue 44: the demo, its reports and viewers load one build many times (232
+    load_dataset calls in one demo); the same files and card give the same loaded config
+    back, verified each time, and any change loads again."""
+    import datasets
+
+    calls = []
+    original = datasets.load_dataset
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: calls.append(a) or original(*a, **k))
+    first = BuiltDataset.open(built).load("items", "dev")
+    assert BuiltDataset.open(built).load("items", "dev") is first and len(calls) == 1
+    assert BuiltDataset.open(built).load("items", "test") is not first and len(calls) == 2   # another split
+    card = built / "README.md"
+    card.write_text(card.read_text(encoding="utf-8") + "\nA note.\n", encoding="utf-8")
+    again = BuiltDataset.open(built).load("items", "dev")   # a changed card: loaded again
+    assert again is not first and again.to_list() == first.to_list() and len(calls) == 3
+    path = built / "data/items/dev-00000-of-00001.parquet"
+    path.write_bytes(path.read_bytes() + b"x")   # a changed file is refused, never served from memory
+    with pytest.raises(EvalError, match="differs from"):
+        BuiltDataset.open(built).load("items", "dev")
+
+
 def test_verification_is_cached_by_stat(built, monkeypatch):
     import histbench.core.hashing as hashing
 

@@ -64,3 +64,61 @@ def test_demo_unknown_benchmark(toy_demo, tmp_path):
 
     with pytest.raises(UsageError, match="unknown benchmark"):
         demo.run_demo(out_root=tmp_path, only=["nope"])
+
+
+def test_the_page_leads_with_results_then_the_build_summary_then_the_sample_row(toy_demo, tmp_path):
+    """Issue 43: a benchmark's page opens with its results; the build, its summary (where the
+    shortcut audits are) and the sample row come after them."""
+    index = demo.run_demo(out_root=tmp_path / "build")
+    page = (index.parent / "toy.html").read_text()
+    results = page.index("baseline accuracy: 1.000")
+    build = page.index("Built from the bundled sample sources")
+    summary = page.index("12 lines read.")
+    sample = page.index("i0")
+    assert results < build < summary and build < sample, (results, build, summary, sample)
+    markdown = index.read_text()
+    assert markdown.index("Always-'different'") < markdown.index("### A sample row")
+
+
+def test_the_demo_model_is_loaded_once_for_every_benchmark(monkeypatch):
+    """Issue 44: ChronoCulture, Chronologic and Italian each loaded SmolLM2 again; within
+    `shared_demo_models()` (what `histbench demo` runs in) a spec and options load once,
+    every benchmark scores with that backend, and it is closed at the end. Outside it each
+    call loads and closes its own."""
+    from histbench.core import backends
+    from histbench.eval import demo_model
+
+    loaded = []
+
+    class Backend:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    def load(spec, options):
+        loaded.append((spec, options))
+        return Backend()
+
+    monkeypatch.setattr(backends, "load_backend", load)
+    seen = []
+    with demo_model.shared_demo_models():
+        for benchmark in ("chronoculture", "chronologic", "italian"):
+            assert demo_model.score_with_demo_model(benchmark, "label", "offline:smollm2", {"dtype": "float32"},
+                                                    seen.append) == ""
+        demo_model.score_with_demo_model("italian", "label", "offline:smollm2", {"dtype": "bfloat16"}, seen.append)
+        assert len(loaded) == 2 and seen[0] is seen[1] is seen[2] and seen[3] is not seen[0]
+        assert not any(b.closed for b in seen)
+    assert all(b.closed for b in seen)
+    demo_model.score_with_demo_model("italian", "label", "offline:smollm2", {"dtype": "float32"}, seen.append)
+    assert len(loaded) == 3 and seen[4].closed and seen[4] is not seen[0]
+
+
+def test_every_benchmark_asks_for_the_demo_model_with_the_same_options():
+    """One SmolLM2 serves the three benchmarks only when they ask with the same options."""
+    from histbench.eval import demo_model
+    from histbench.eval.chronoculture import reporting_cli
+    from histbench.eval.italian import report
+
+    assert reporting_cli.DEMO_MODEL_OPTIONS is report.DEMO_MODEL_OPTIONS is demo_model.DEMO_MODEL_OPTIONS
+    assert demo_model.DEMO_MODEL_OPTIONS == {"dtype": "float32", "token_budget": 256}

@@ -112,6 +112,45 @@ def test_the_readme_is_two_screens_with_relative_links():
         assert re.search(rf"^histbench build {name} --\w", text, re.M), f"no build line for {name}"
 
 
+#: the most words under one heading of a docs page (issue 44: a newcomer finds their way by
+#: the table of contents; one section had grown to 9,900 words)
+SECTION_WORDS = 1500
+
+
+def docs_sections(text: str) -> list[tuple[str, int]]:
+    """(heading, words) for each section of a Markdown page: the text under one heading of any
+    level, up to the next heading; "(top)" is the text before the first. Lines in fenced code
+    count as text (the fence lines not at all), never as headings; a word is a run of non-blanks holding a letter or digit
+    (a table's pipes and a list's dashes are not words)."""
+    sections, heading, words, fence = [], "(top)", 0, None
+    for line in text.splitlines():
+        marker = re.match(r"\s*(```|~~~)", line)
+        if marker:
+            fence = None if fence == marker.group(1) else fence or marker.group(1)
+        found = None if fence or marker else re.match(r"#{1,6}\s+(.+?)\s*#*\s*$", line)
+        if found:
+            sections.append((heading, words))
+            heading, words = found.group(1), 0
+        elif not marker:   # a fence line is markup
+            words += sum(1 for token in line.split() if re.search(r"\w", token))
+    sections.append((heading, words))
+    return sections
+
+
+def test_docs_sections_counts_words_under_each_heading():
+    text = "intro one two\n\n# Page\n\n| a | b |\n| --- | --- |\n\n## Long\n\n```bash\n# not a heading\nx y\n```\n\n### Short\nz\n"
+    assert docs_sections(text) == [("(top)", 3), ("Page", 2), ("Long", 5), ("Short", 1)]
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_no_docs_section_is_longer_than_a_newcomer_reads_at_once(page):
+    """Every section of a docs page stays under SECTION_WORDS: a long one is split under
+    headings that say what each part holds, so that the page's table of contents finds it."""
+    long = [f"{heading!r}: {words:,} words" for heading, words in docs_sections(page.read_text(encoding="utf-8"))
+            if words > SECTION_WORDS]
+    assert not long, f"docs/{page.name}: sections over {SECTION_WORDS:,} words (split them under sub-headings): {long}"
+
+
 def test_the_pyproject_readme_is_this_readme():
     import tomllib
 
@@ -196,13 +235,19 @@ def _decision_rows(name: str) -> list[list[str]]:
     text = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8")
     sections = re.findall(r"^## Decisions\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     assert len(sections) == 1, f"docs/{name}.md: one '## Decisions' section"
+    # one table, or (a long one, issue 44) one table under each of the section's sub-headings,
+    # every one with the same columns
     tables = re.findall(r"((?:^\|.*\|\n)+)", sections[0], re.M)
-    assert len(tables) == 1, f"docs/{name}.md: one table under '## Decisions'"
-    lines = tables[0].strip().splitlines()
-    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])] for line in lines]
-    assert rows[0] == DECISION_HEADER, rows[0]
-    assert all(set(cell) <= set("-: ") for cell in rows[1])
-    return rows[2:]
+    subheadings = re.findall(r"^### .+$", sections[0], re.M)
+    assert len(tables) == max(1, len(subheadings)), f"docs/{name}.md: one table under '## Decisions' or under each sub-heading"
+    found = []
+    for table in tables:
+        lines = table.strip().splitlines()
+        rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])] for line in lines]
+        assert rows[0] == DECISION_HEADER, rows[0]
+        assert all(set(cell) <= set("-: ") for cell in rows[1])
+        found += rows[2:]
+    return found
 
 
 def _words(text: str) -> list[str]:

@@ -93,6 +93,23 @@ def test_the_wheel_and_the_sdist_carry_the_licence(histbench_wheel, histbench_sd
     assert metadata["License-Expression"] == "MIT" and metadata.get_all("License-File") == ["LICENSE"]
 
 
+
+def test_the_wheel_ships_no_imitation_server(histbench_wheel):
+    """Issue 41: the servers that imitate an OpenAI-compatible endpoint (tests/servers/) are
+    test fixtures, not part of the installed package: no module of the wheel is one of them,
+    and none runs an HTTP server of its own (the real engine is vLLM's server)."""
+    import zipfile
+
+    imitations = {p.name for p in (REPO / "tests" / "servers").glob("*.py") if p.name != "__init__.py"}
+    assert {"loopback.py", "completions_server.py"} <= imitations
+    with zipfile.ZipFile(histbench_wheel[0]) as wheel:
+        modules = [name for name in wheel.namelist() if name.endswith(".py")]
+        shipped = {Path(name).name for name in modules} & imitations
+        serving = [name for name in modules if b"BaseHTTPRequestHandler" in wheel.read(name)]
+    assert len(modules) > 50
+    assert shipped == set(), f"imitation servers in the wheel: {sorted(shipped)}"
+    assert serving == [], f"modules of the wheel that serve HTTP: {serving}"
+
 def test_top_level_layout_is_fixed():
     allowed = {"histbench", "builders", "eval", "schemas", "cards", "sources", "tests", "bench", "docs", "pyproject.toml",
                "mkdocs.yml", "Makefile", "README.md", "CONTRIBUTING.md", "LICENSE", ".ci", ".gitignore", ".git",

@@ -1,6 +1,6 @@
 """Log-likelihoods from a served model (issue 27): the api backend over `/v1/completions`
-(echo, logprobs) against histbench's own completions server
-(histbench.core.backends.completions_server, vLLM's response format) in front of the tiny
+(echo, logprobs) against the tests' imitation of vLLM's completions server
+(tests/servers/completions_server.py, an imitation of vLLM's response format) in front of the tiny
 llama-style model, compared with the hf backend on the same model. The real SmolLM2 and
 lm-evaluation-harness's local-completions are in test_served_smollm2.py."""
 
@@ -38,7 +38,7 @@ def tiny_hf(tiny_causal_lm):
 @pytest.fixture
 def served(tiny_hf):
     """Factory of completions servers in front of the tiny model (stopped at teardown)."""
-    from histbench.core.backends.completions_server import CompletionsServer
+    from ..servers.completions_server import CompletionsServer
 
     servers = []
 
@@ -74,7 +74,7 @@ def test_served_log_likelihoods_equal_the_in_process_ones(tiny_hf, tiny_causal_l
     assert all(isinstance(p, list) for p in prompts) == tokenised_here
     assert all(isinstance(p, str) for p in prompts) != tokenised_here
     body = server.bodies[-1]
-    assert (body["echo"], body["logprobs"], body["temperature"], body["max_tokens"]) == (True, 1, 0.0, 1)
+    assert (body["echo"], body["logprobs"], body["temperature"], body["max_tokens"]) == (True, 1, 0.0, 0)
 
 
 def _greedy_continuations(hf, contexts):
@@ -105,7 +105,7 @@ def test_is_greedy_comes_from_the_top_logprobs(tiny_hf, served):
 
 
 def test_max_tokens_zero_first_then_one_when_the_server_refuses_it(served):
-    refusing = served()
+    refusing = served(accept_zero_max_tokens=False)
     api = load_backend(refusing.spec(), {**FAST, "max_concurrency": 1, "prompts_per_request": 2})
     api.loglikelihood(REQUESTS)
     sent = [body["max_tokens"] for body in refusing.bodies]

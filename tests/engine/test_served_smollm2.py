@@ -1,5 +1,5 @@
 """Integration (issue 27): the real SmolLM2-135M-Instruct behind histbench's completions
-server (histbench.core.backends.completions_server: transformers on CPU, vLLM's response
+server (tests/servers/completions_server.py, an imitation of vLLM: transformers on CPU, vLLM's response
 format, text and token-id prompts) scored through `api:` gives the in-process `hf:`
 log-likelihoods, for Chronologic (the evaluator's own scoring path, both tokenisations),
 for Italian multiple choice and ChronoCulture's modal-answer prompts (histbench.eval.choices:
@@ -28,7 +28,7 @@ SAME_BOUNDARY = 1e-4  # issue 27: per option, where both sides tokenise the same
 
 @pytest.fixture(scope="module")
 def served(smollm2_hf):
-    from histbench.core.backends.completions_server import CompletionsServer
+    from ..servers.completions_server import CompletionsServer
 
     server = CompletionsServer(smollm2_hf.model, smollm2_hf.tokenizer, model_name="smollm2").start()
     yield server

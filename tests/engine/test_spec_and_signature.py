@@ -173,7 +173,7 @@ def test_engine_modules_import_without_heavy_libraries():
         "import sys\n"
         "import histbench.core.backends, histbench.core.runstore, histbench.eval.signature, histbench.core.likelihood\n"
         "import histbench.core.backends.api, histbench.core.backends.hf, histbench.core.backends.vllm\n"
-        "import histbench.core.backends.loopback, histbench.core.backends.offline, histbench.core.backends.tiny\n"
+        "import histbench.core.backends.offline, histbench.core.backends.tiny\n"
         "print(sorted(m for m in ('torch', 'transformers', 'httpx', 'vllm', 'datasets') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -107,10 +107,11 @@ def histbench_run(sample_builds, tmp_path_factory):
     """`histbench eval chronologic` --mode generate, anchors (which --mode judge needs) and
     judge on the scripted answers and verdicts; the pass/fail numbers inspect must report."""
     from histbench.cli import main
-    from histbench.core.backends.loopback import LoopbackChatServer
     from histbench.eval.chronologic.generation import load_questions
     from histbench.eval.chronologic.substantive import SUBSTANTIVE_NAME, aggregate_substantive, judged_dir
     from histbench.eval.inspect_tasks.common import flatten
+
+    from ..servers.loopback import LoopbackChatServer
 
     build = sample_builds["chronologic"]
     questions = load_questions(BuiltDataset.open(build))

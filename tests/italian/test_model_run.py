@@ -51,13 +51,14 @@ def test_wsd_build_with_chat_model_and_cache(chat_server, tmp_path):
     server = chat_server(_builder_answer)
     given = {"leggomanzoni": str(SAMPLE / "leggomanzoni")}
     # the fake model's five distractors are the same for every question: the audit would refuse them
-    out = build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
+    # without the offline lexicon (--wsd-lexicon none): every distractor is the chat model's
+    out = build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True, wsd_lexicon="none")
     wsd = rows(out, "wsd")
     assert wsd and all(r["screening_method"].startswith("chat:") and r["synthesis_method"].startswith("chat:") for r in wsd)
     assert all(r["answer"].startswith("significato sintetico di") for r in wsd)
     assert all(s in ("gold", "chat model") for r in wsd for s in r["candidate_sources"])
     asked = server.requests
-    build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
+    build(tmp_path, given, chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True, wsd_lexicon="none")
     assert server.requests == asked          # answered from the chat cache
 
 
@@ -110,7 +111,7 @@ def test_chat_distractors_only_where_wiktionary_falls_short(chat_server, tmp_pat
 
     server = chat_server(answer)
     out = build(tmp_path, {"leggomanzoni": str(SAMPLE / "leggomanzoni"), "wiktionary": str(path)},
-                chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True)
+                chat_model=server.spec(), wsd_questions=0, allow_shortcuts=True, wsd_lexicon="none")
     costiera = next(r for r in rows(out, "wsd") if r["target_phrase"] == "costiera")
     assert all(s in ("gold",) or s.startswith("wiktionary: costiera") for s in costiera["candidate_sources"])
     offered = {c.lower() for c in costiera["candidates"]}

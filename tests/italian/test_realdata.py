@@ -22,7 +22,11 @@ def test_real_counts(real_build):
     assert m["rows"]["ner_classense"]["test"] == 43          # every letter (subset 0); letter-base.txt skipped
     assert m["rows"]["ner_bellini"]["test"] == 1
     assert m["rows"]["head"]["test"] == 27                   # one per sentence of the 8 gold poems
-    assert m["rows"]["wsd"]["test"] == 50                    # every entry of the 20 development commentators
+    # 68 entries of the 20 development commentators pass (64 before two glosses sharing a MultiWordNet
+    # synset counted as agreeing); 19 find no five distractors that agree with the target (lexicon.py)
+    # and are counted, not asked
+    assert m["rows"]["wsd"]["test"] == 49
+    assert m["summary"]["tasks"]["wsd"]["counts"]["entries without five usable distractors (left out; the next entry is taken)"] == 19
     assert m["rows"]["chrono_ranking"]["test"] == 50 and m["rows"]["authorship"]["test"] == 50
     assert m["summary"]["absent_tasks"]["intertext"] == "no --dantesources given"
     tasks = m["summary"]["tasks"]
@@ -69,7 +73,8 @@ def test_real_wsd_items_are_word_sense_questions_3_1(real_build):
     task = manifest(real_build)["summary"]["tasks"]["wsd"]
     funnel = {f["step"]: f["this build"] for f in task["funnel"]}
     assert funnel["phrases explained by at least two commentators"] == 245
-    assert funnel["entries kept by screening"] == 64 and funnel["entries below the similarity threshold"] == 64
+    assert funnel["entries kept by screening"] == 68 and funnel["entries below the similarity threshold"] == 68
+    assert task["counts"]["entries kept through a synonym agreement (MultiWordNet)"] == 4
     assert len(task["commentators"]) == 20
     wsd = rows(real_build, "wsd")
     for row in wsd:
@@ -98,11 +103,14 @@ def test_real_wsd_distractors_have_the_targets_form_and_repeat_no_gloss_3_1(real
             if source == "gold":
                 continue
             checked += 1
+            assert not any(fuzz.token_set_ratio(candidate.lower(), g) >= 80 for g in glosses if g), (candidate, row["id"])
+            if not source.startswith("offline fallback"):
+                assert source.startswith("multiwordnet: "), source       # another sense, or a word spelt alike
+                continue
             other = source.split("(", 1)[1].split(";", 1)[0]          # the entry whose answer it is
             assert form_class(other) == form_class(row["target_phrase"]), (row["target_phrase"], other)
             assert other.lower() != row["target_phrase"].lower()
-            assert not any(fuzz.token_set_ratio(candidate.lower(), g) >= 80 for g in glosses if g), (candidate, row["id"])
-    assert checked == 5 * 50
+    assert checked == 5 * 49
 
 
 def test_real_mc_tasks_pass_the_shortcut_audit_and_show_it(real_build):
@@ -147,5 +155,6 @@ def test_real_verse_snippets_end_sentences_within_one_poem_3_3(realdata):
             total += 1
             ended += bool(re.search(r"[.!?…][»”’\"')\]]*(?:\s*[-–—])?$", snippet.text))
             assert any(snippet.text in t for t in texts)
-    # measured on the 23 real books (the old line-end cutting: 555 of 2,399 ended a sentence, 274 ran across poems)
-    assert total == 1849 and ended == total
+    # measured on the 23 real books (the old line-end cutting: 555 of 2,399 ended a sentence, 274 ran across poems;
+    # 1,849 before lacuna lines were left out and snippets made whole lines)
+    assert total == 1671 and ended == total

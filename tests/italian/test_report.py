@@ -44,7 +44,11 @@ def test_figure_has_one_panel_per_metric_with_intervals_and_the_legend_below(bas
 def test_tables_name_the_papers_sections_and_show_failures(baseline_runs):
     text = results_markdown(baseline_runs)
     assert all(f"paper section 3.{k}" in title for k, title in zip([1, 2, 2, 3, 3, 4, 4, 5], TITLES.values(), strict=True))
-    assert text.count("#### ") == 8 and "cut off" in text and "ceiling strict / fuzzy" in text and "[95% CI]" in text
+    assert text.count("#### ") == 8 and "cut off" in text and "ceiling strict / fuzzy" in text and "[95% interval]" in text
+    # issue 43: accuracy (a proportion) by Wilson, F1 and Spearman by a bootstrap, each named with its n;
+    # the random baseline's 0 of 5 WSD answers is [0.000, 0.434] (Wilson), not the bootstrap's [0.000, 0.000]
+    assert "(Wilson, n=" in text and "(percentile bootstrap, n=" in text
+    assert "0.000 [0.000, 0.434] (Wilson, n=5)" in text and "[0.000, 0.000]" not in text
 
 
 @pytest.mark.slow

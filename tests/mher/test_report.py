@@ -63,7 +63,8 @@ def test_paired_tables_with_known_outcomes(sample_bench):
     assert abst["paired"]["name_only"]["accuracy"] == 0.0 and abst["paired"]["source_grounded"]["accuracy"] == 1.0
 
     text4 = table4(result["models"])
-    assert "| oracle | 0.00 | 100.00 | +100.00 | [100.00, 100.00] |" in text4
+    # every resample flips every pair: said in words, not as a zero-width "[100.00, 100.00]" (issue 43)
+    assert "| oracle | 0.00 | 100.00 | +100.00 | (every resample 100.00) |" in text4 and "[100.00, 100.00]" not in text4
     text5 = table5(result["models"])
     assert "| oracle |" in text5 and "0.00 / 0.00 / 0.00" in text5
     assert "| abstainer |" in table6(result["models"])
@@ -217,3 +218,14 @@ def test_report_cli_options_reach_the_numbers(sample_build, tmp_path, capsys):
     assert main(["report", "mher", str(run), "--out", str(tmp_path / "r2"), "--resamples", "50",
                  "--bonferroni-family", "gpt-x"]) == 2
     assert "--bonferroni-family names 'gpt-x'" in capsys.readouterr().err
+
+
+def test_the_papers_rows_follow_a_named_model_and_only_on_test():
+    """Issue 43, item 3: a run of Qwen3-8B (as a Hub id) gets the paper's Qwen3-8B row first."""
+    from histbench.eval.mher.report import _published
+
+    text = _published(3, ["hf:Qwen/Qwen3-8B", None, {"not": "a name"}], "test")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0] == "| paper; your run hf:Qwen/Qwen3-8B | Qwen3-8B | 67.09 | 0.671 | 0.0 | 67.09 |"
+    assert [r.split(" | ")[1] for r in rows[1:]] == ["GPT-5.6 Terra", "GPT-5.6 Luna", "GPT-5.6 Sol", "Gemini 3.7 Flash"]
+    assert _published(4, ["hf:Qwen/Qwen3-8B"], "dev") == ""    # the paper's numbers are TEST numbers

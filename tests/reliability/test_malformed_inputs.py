@@ -411,7 +411,7 @@ def _eval_model(tmp: Path, spec: str, *options: str, named: str, said: tuple[str
 
 
 def _refused_port(tmp: Path) -> Made:
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from ..servers.loopback import LoopbackChatServer
 
     server = LoopbackChatServer().start()
     spec = server.spec()
@@ -524,7 +524,7 @@ def _link_out(built: Path) -> Path:
 
 
 def _every_request_refused(tmp: Path) -> Made:
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from ..servers.loopback import LoopbackChatServer
 
     server = LoopbackChatServer()
     server.fault_for = lambda n, body: "400"

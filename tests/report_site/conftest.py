@@ -101,7 +101,7 @@ def mher_site(run_cache, built_sample):
     model behind a loopback /embeddings endpoint (so both embedding rows are there): the
     report folder, made once per test run (run_cache; the baselines are beside it). (A
     reference system's run, for Tables 3-7, would double its 15 s.)"""
-    from histbench.core.backends.loopback import LoopbackChatServer
+    from ..servers.loopback import LoopbackChatServer
 
     def make(root: Path) -> None:
         server = LoopbackChatServer(None).start()

@@ -30,6 +30,8 @@ def test_index_and_pages(browser, sites, tmp_path):
     text = cards[0].text
     assert "baseline:random" in text and "baseline:first" in text and "Word sense disambiguation: accuracy" in text
     assert "[" in text   # the headline's interval
+    # with its method and n, and never of no width (issue 43: Wilson for an accuracy)
+    assert "(Wilson, n=" in text and "[0.000, 0.000]" not in text
     index_png = tmp_path / "index.png"
     browser.save_screenshot(str(index_png))
     cards[0].find_element(By.CSS_SELECTOR, "h2 a").click()

@@ -202,7 +202,8 @@ def test_the_demo_names_its_model_one_way_on_every_card(monkeypatch, tmp_path):
 
     monkeypatch.setattr("histbench.eval.chronologic.likelihood.evaluate", lambda *a, **k: {"label": "random choice",
                         "metrics": {}, "signature": {"text": ""}})
-    monkeypatch.setattr("histbench.eval.chronologic.report.likelihood_markdown", lambda results: "")
+    monkeypatch.setattr("histbench.eval.chronologic.report.likelihood_markdown",
+                        lambda results, published=None: "")
     chronologic_demo.run_demo(Built(), tmp_path, tmp_path)
     labels = [asked[0][0], italian_report.DEMO_LABEL, reporting_cli.DEMO_LABEL]
     assert asked[0][1] == demo_model.DEMO_MODEL == "offline:smollm2"

@@ -36,6 +36,36 @@ def test_chronologic_random_baseline_items(sample_runs):
     assert run.words("group")["Gen."] == "generation"
 
 
+def test_the_random_baseline_chooses_no_option_and_says_the_tie_is_not_broken(sample_runs):
+    """Issue 43: every option of the random baseline ties; argmax's first option is the ground
+    truth in every release, so marking it "chosen" showed the baseline picking the gold."""
+    run = _items(sample_runs["chronologic"][0])
+    assert all(i["options"][0]["gold"] for i in run.items)   # why breaking by order would favour the gold
+    for item in run.items:
+        assert not any(o["chosen"] for o in item["options"]), item["id"]
+        assert item["parsed"] is None
+        n = len(item["options"])
+        assert item["details"]["tie"] == (f"all {n} options tie; not broken: no option is chosen, the accuracy is "
+                                          f"the expected 1/{n} of a uniform pick")
+    assert any("not broken, so no option is shown as chosen" in note for note in run.notes)
+
+
+def test_a_model_s_tied_top_options_say_how_the_tie_was_broken(sample_runs, tmp_path):
+    """A model run whose top options tie (here: the baseline's ledger relabelled as a model's)
+    names the rule that chose: release order, as Table 3's argmax."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(sample_runs["chronologic"][0], run_dir)
+    results = json.loads((run_dir / "results.json").read_text())
+    results["model"] = {"spec": "hf:some-model"}
+    (run_dir / "results.json").write_text(json.dumps(results))
+    item = _items(run_dir).items[0]
+    n = len(item["options"])
+    assert [o["chosen"] for o in item["options"]] == [True] + [False] * (n - 1)
+    assert item["details"]["tie"].startswith(f"{n} top options tie; broken by release order")
+
+
 def test_italian_items_match_the_scored_accuracy(sample_runs):
     run_dir = sample_runs["italian"][1]   # first-option baseline
     run = _items(run_dir)

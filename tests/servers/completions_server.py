@@ -9,8 +9,10 @@ one or several per request:
 - `echo: true` returns the prompt's tokens with their log-probabilities (the first token
   has none: `null`), followed by the generated ones; `logprobs: k` adds the k likeliest
   tokens at every position (and the token itself, as vLLM does);
-- `max_tokens: 0` is refused with HTTP 400 naming max_tokens, as vLLM refuses it
-  (`accept_zero_max_tokens=True` serves it, as some servers do);
+- `max_tokens: 0` with echo is served (the prompt's log-probabilities only), as vLLM 0.32's
+  server serves it (checked against it: tests/engine/test_real_vllm.py);
+  `accept_zero_max_tokens=False` refuses it with HTTP 400 naming max_tokens, as a server
+  that asks for at least one token does (the client then sends 1);
 - generation is greedy at temperature 0 (sampled otherwise, seeded by `seed`), `stop`
   strings cut the text;
 - `serve_logprobs=False` answers like a server that has no prompt log-probabilities
@@ -104,7 +106,7 @@ class CompletionsServer:
         tokenizer: Any,
         *,
         model_name: str = "served-model",
-        accept_zero_max_tokens: bool = False,
+        accept_zero_max_tokens: bool = True,
         serve_logprobs: bool = True,
         prefix_cache: bool = True,
         max_model_len: int | None = None,
