@@ -96,7 +96,7 @@ def test_sample_through_the_cli_is_recorded_and_reported(chat_server, synthetic_
     evaluated = run_results(run)
     assert evaluated.info["retention"] == 1.0 and evaluated.metrics["counts"]["analysed"] == 8
     items = (report / "viewer" / "run" / "items.jsonl").read_text().splitlines()
-    assert len(items) == 3 * 8 and "(n=8)" in (report / "index.html").read_text()
+    assert len(items) == 3 * 8 and "(Wilson, n=8)" in (report / "index.html").read_text()
     assert cli.main(["report", "chronoculture", str(run), "--out", str(report), "--resamples", "0",
                      "--retention", "0.5"]) == 0
     results = json.loads((report / "chronoculture_results.json").read_text())
