@@ -15,11 +15,12 @@ from histbench.core.progress import log
 #: the model's, never the spec), with how it was scored where a benchmark scores two ways
 DEMO_MODEL = "offline:smollm2"
 #: its options, the same for every benchmark so that one loaded model serves them all
-#: (`shared_demo_models`): float32, and at most 256 positions per continuation pass. The
-#: default 2,048 let Historical Italian's ranking questions (contexts of about 880 tokens,
-#: 24 orderings each) copy the context's key/value cache into 72 rows at once: 4.9 GB peak
-#: memory against 2.2 GB, for the same CPU time (issue 44); the scores differ by float
-#: rounding only (the engine's batches change, not what is computed).
+#: (`shared_demo_models`): float32, and a token budget of 256, so that each question is a
+#: packed pass of its own. Before the engine packed questions (issue 45), the default budget
+#: let Historical Italian's ranking questions (contexts of about 880 tokens, 24 orderings
+#: each) copy the context's key/value cache into 72 rows at once: 4.9 GB peak memory against
+#: 2.2 GB, for the same CPU time (issue 44); the scores differ by float rounding only (the
+#: engine's passes change, not what is computed).
 DEMO_MODEL_OPTIONS = {"dtype": "float32", "token_budget": 256}
 
 

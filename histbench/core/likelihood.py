@@ -275,7 +275,7 @@ class PrefixSharedScorer:
     positions in one continuation pass.
     """
 
-    def __init__(self, model: Any, *, batch_size: int = 8, token_budget: int = 2048, device: Any = None) -> None:
+    def __init__(self, model: Any, *, batch_size: int = 8, token_budget: int = 1024, device: Any = None) -> None:
         self.model = model
         self.batch_size = max(1, int(batch_size))
         self.token_budget = max(1, int(token_budget))
@@ -295,49 +295,65 @@ class PrefixSharedScorer:
         return results  # type: ignore[return-value]
 
     def iter_chunks(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[int], list[tuple[float, bool]]]]:
-        """(indices, values) for each batch of `batch_size` distinct contexts (longest first)
-        as soon as it is scored; every continuation of a context is in its context's batch."""
+        """(indices, values) for each batch of `batch_size` groups (longest first) as soon as
+        it is scored; every continuation of a context is in its context's batch. A group is
+        one distinct context; in the packed computation, every context that shares all but
+        its last token (so that a tokenisation that ends each answer's context in a token of
+        its own, as the Chronologic authors' does, still computes the shared part once)."""
         groups: dict[tuple[int, ...], list[int]] = {}
         for n, item in enumerate(encoded):
-            groups.setdefault(item.context, []).append(n)
+            groups.setdefault(item.context[:-1] if self.packed else item.context, []).append(n)
         ordered = sorted(groups.items(), key=lambda kv: -len(kv[0]))
         for start in range(0, len(ordered), self.batch_size):
             chunk = ordered[start : start + self.batch_size]
-            longest = max(len(ctx) + max(len(encoded[i].continuation) for i in idx) for ctx, idx in chunk)
+            longest = max(len(encoded[i].context) + len(encoded[i].continuation) for _, idx in chunk for i in idx)
             if self.sliding_window is not None and longest > self.sliding_window:
                 # Padded rows and a window that drops old keys do not mix: score these plainly.
                 flat = [i for _, idx in chunk for i in idx]
                 yield flat, score_naive(self.model, [encoded[i] for i in flat], batch_size=self.batch_size)
-            elif self.packed:
-                pairs = self._score_packed(chunk, encoded)
-                yield [i for i, _ in pairs], [value for _, value in pairs]
             else:
-                pairs = self._score_chunk(chunk, encoded)
+                score = self._score_packed if self.packed else self._score_chunk
+                pairs = score(chunk, encoded)
                 yield [i for i, _ in pairs], [value for _, value in pairs]
 
     def _score_packed(self, chunk, encoded):
-        """The chunk's questions packed into passes of at most `token_budget` tokens (a
-        question longer than that alone): each question its context, then every
-        continuation but its last token; a 4D mask lets a continuation see its context and
-        itself only; position ids restart after the context for each continuation; the
-        output layer runs on the scored rows only (the context's last token, read once for
-        every continuation, and the continuations' own tokens)."""
-        blocks = []  # (tokens, scored: [(request index, rows in the block, targets)])
-        for ctx, idx in chunk:
-            tokens = list(ctx)
+        """The chunk's groups packed into passes of at most `token_budget` tokens (a group
+        longer than that alone). A group's block: the shared prefix (every context token but
+        the last), then each distinct last context token, each followed by its
+        continuations but their last token. A 4D mask lets a token see the prefix, its own
+        context's last token and its own continuation only; position ids restart where each
+        context or continuation begins. The output layer runs on the scored rows only (a
+        context's last token, read once for all of its continuations, and the
+        continuations' own tokens)."""
+        blocks = []  # (tokens, positions, tails, answers, scored: [(request index, rows, targets)])
+        for prefix, idx in chunk:
+            n = len(prefix)
+            tokens, positions = list(prefix), list(range(n))
+            tails, answers = [-1] * n, [-1] * n
+            tail_rows: dict[int, tuple[int, int]] = {}  # last context token -> (tail id, row)
             scored = []
-            for i in idx:
-                cont = encoded[i].continuation
+            for a, i in enumerate(idx):
+                last, cont = encoded[i].context[-1], encoded[i].continuation
+                if last not in tail_rows:
+                    tail_rows[last] = (len(tail_rows), len(tokens))
+                    tokens.append(last)
+                    positions.append(n)
+                    tails.append(tail_rows[last][0])
+                    answers.append(-1)
+                tail, row = tail_rows[last]
                 start = len(tokens)
                 tokens += cont[:-1]
-                scored.append((i, [len(ctx) - 1, *range(start, start + len(cont) - 1)], cont))
-            blocks.append((len(ctx), tokens, scored))
+                positions += range(n + 1, n + len(cont))
+                tails += [tail] * (len(cont) - 1)
+                answers += [a] * (len(cont) - 1)
+                scored.append((i, [row, *range(start, start + len(cont) - 1)], cont))
+            blocks.append((tokens, positions, tails, answers, scored))
         out = []
         start = 0
         while start < len(blocks):
             end, width = start, 0
-            while end < len(blocks) and (end == start or width + len(blocks[end][1]) <= self.token_budget):
-                width += len(blocks[end][1])
+            while end < len(blocks) and (end == start or width + len(blocks[end][0]) <= self.token_budget):
+                width += len(blocks[end][0])
                 end += 1
             out += self._packed_pass(blocks[start:end], width)
             start = end
@@ -346,25 +362,26 @@ class PrefixSharedScorer:
     def _packed_pass(self, blocks, width):
         import torch
 
-        ids, positions, question, answer = [], [], [], []
+        ids, positions, group, tail, answer = [], [], [], [], []
         rows, targets, owners = [], [], []
         offset = 0
-        for q, (ctx_len, tokens, scored) in enumerate(blocks):
+        for g, (tokens, block_positions, tails, answers, scored) in enumerate(blocks):
             ids += tokens
-            positions += range(ctx_len)
-            question += [q] * len(tokens)
-            answer += [-1] * ctx_len
-            for a, (i, block_rows, cont) in enumerate(scored):
-                positions += range(ctx_len, ctx_len + len(cont) - 1)
-                answer += [a] * (len(cont) - 1)
+            positions += block_positions
+            group += [g] * len(tokens)
+            tail += tails
+            answer += answers
+            for i, block_rows, cont in scored:
                 rows += [offset + r for r in block_rows]
                 targets += cont
                 owners.append((i, len(cont)))
             offset += len(tokens)
-        question_t, answer_t = torch.tensor(question), torch.tensor(answer)
-        # row i sees column j: same question, j <= i, and j is context or i's own continuation
-        allowed = (question_t[:, None] == question_t[None, :]) & torch.ones((width, width), dtype=torch.bool).tril()
-        allowed &= (answer_t[None, :] == -1) | (answer_t[:, None] == answer_t[None, :])
+        group_t, tail_t, answer_t = torch.tensor(group), torch.tensor(tail), torch.tensor(answer)
+        # row r sees column c: same group, c <= r, and c is the shared prefix, or r's own
+        # context's last token, or a token of r's own continuation
+        allowed = (group_t[:, None] == group_t[None, :]) & torch.ones((width, width), dtype=torch.bool).tril()
+        same_tail = tail_t[:, None] == tail_t[None, :]
+        allowed &= (tail_t[None, :] == -1) | (same_tail & ((answer_t[None, :] == -1) | (answer_t[:, None] == answer_t[None, :])))
         mask = torch.zeros((1, 1, width, width), dtype=self.dtype)
         mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
         device = self.device
@@ -528,7 +545,7 @@ def iter_loglikelihood(
     batch_size: int = 8,
     max_length: int | None = None,
     add_bos_token: bool | None = None,
-    token_budget: int = 2048,
+    token_budget: int = 1024,
 ) -> Iterator[tuple[list[int], list[LoglikelihoodResult]]]:
     """Score requests and yield (request indices, results) as each batch completes (a
     batch of `batch_size` distinct contexts with all their continuations for method

@@ -294,7 +294,8 @@ def test_packed_passes_feed_each_position_once_and_score_only_answer_rows(tiny, 
     assert engine._packs(model)
     encoded = encode_requests(tokenizer, MIXED, max_length=model_max_length(model, tokenizer))
     contexts = {e.context for e in encoded}
-    needed = sum(len(c) for c in contexts) + sum(len(e.continuation) - 1 for e in encoded)
+    # each shared prefix (a context but its last token) once, each distinct context's last token once
+    needed = sum(len(p) for p in {c[:-1] for c in contexts}) + len(contexts) + sum(len(e.continuation) - 1 for e in encoded)
     fed, head_rows = [], []
     hooks = [
         model.register_forward_pre_hook(lambda m, a, k: fed.append(k["input_ids"].numel()), with_kwargs=True),
@@ -328,3 +329,34 @@ def test_the_cached_fallback_equals_the_full_sequence_computation(tiny, monkeypa
             logprob, n_tokens, greedy, truncated = reference(dtype_model, tokenizer, request)
             assert abs(result.logprob - logprob) <= bound, request
             assert (result.n_tokens, result.is_greedy, result.truncated) == (n_tokens, greedy, truncated)
+
+
+def test_contexts_that_differ_in_their_last_token_share_one_packed_prefix(tiny):
+    """Issue 45 (the demo's Chronologic runs): with the authors' boundary ("context-length")
+    each answer's context ends in a token of its own where the answer's first character
+    merges with the context's trailing space. The packed computation still runs the shared
+    part once: the prefix once, each distinct last token once, each answer but its last
+    token once; the scores equal one full pass per request (TOL in float32, 1e-10 in float64)."""
+    import copy
+
+    model, tokenizer = tiny
+    requests = [LL(AUTHORS_CONTEXT, a, boundary="context-length") for a in AUTHORS_ANSWERS + [" yesterday", " in time"]]
+    encoded = [e for e in encode_requests(tokenizer, requests, max_length=model_max_length(model, tokenizer)) if e.continuation]
+    contexts = {e.context for e in encoded}
+    assert len(contexts) > 1 and len({c[:-1] for c in contexts}) == 1  # the case in question
+    needed = len(next(iter(contexts))) - 1 + len(contexts) + sum(len(e.continuation) - 1 for e in encoded)
+    fed = []
+    hook = model.register_forward_pre_hook(lambda m, a, k: fed.append(k["input_ids"].numel()), with_kwargs=True)
+    try:
+        packed = loglikelihood(model, tokenizer, requests)
+    finally:
+        hook.remove()
+    assert sum(fed) == needed
+    naive = loglikelihood(model, tokenizer, requests, method="naive")
+    assert [r.n_tokens for r in packed] == [r.n_tokens for r in naive]
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(packed, naive, strict=True)) <= TOL
+    assert [r.is_greedy for r in packed] == [r.is_greedy for r in naive]
+    model64 = copy.deepcopy(model).double()
+    packed64 = loglikelihood(model64, tokenizer, requests, token_budget=7)
+    naive64 = loglikelihood(model64, tokenizer, requests, method="naive")
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(packed64, naive64, strict=True)) <= 1e-10

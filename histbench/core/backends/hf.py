@@ -86,7 +86,7 @@ class HFBackend(Backend):
         "chat_template": ("auto", "auto (messages through the chat template when there is one), always (prompts too), never"),
         "add_bos_token": (None, "loglikelihood: encode with special tokens: null = the tokenizer's default (as the harness), true, false"),
         "loglikelihood_method": ("prefix", "prefix (shared context passes) or naive (one full pass per pair, like the harness)"),
-        "token_budget": (2048, "loglikelihood: most tokens per packed pass (memory bound)"),
+        "token_budget": (1024, "loglikelihood: most tokens per packed pass (the attention of a pass grows with its square)"),
         "task": ("auto", "auto, causal or masked"),
         "trust_remote_code": (False, "allow model code from the Hub"),
         "threads": ("auto", "CPU: torch threads; auto = the usable CPUs not busy with other work when the model loads "
