@@ -18,6 +18,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
@@ -296,13 +297,10 @@ def looks_like_path(text: str | Path) -> bool:
 
 def _build_hint(text: str, benchmark: str | None) -> str:
     """`histbench build BENCHMARK`, the benchmark named by `benchmark` or by the folder's
-    name (`chronologic-1.0.0`), else the word BENCHMARK."""
+    name (`chronologic-1.0.0`: the name before its version), else the word BENCHMARK."""
     if benchmark is None:
-        from histbench.builders.machinery.build import discover_builders
-
-        name = Path(text).name
-        benchmark = next((b for b in sorted(discover_builders(), key=len, reverse=True) if name.startswith(f"{b}-")),
-                         None)
+        found = re.fullmatch(r"([a-z][a-z0-9_]*)-\d+\.\d+\.\d+", Path(text).name)
+        benchmark = found.group(1) if found else None
     return f"`histbench build {benchmark or 'BENCHMARK'}`"
 
 
