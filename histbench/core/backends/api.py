@@ -664,6 +664,17 @@ class APIBackend(Backend):
         log(f"histbench: {redact_url(url)}: retrying ({attempt}/{int(self.options['max_retries'])}) after "
             f"{why}; next attempt in {delay:.1f} s{hint}")
 
+    async def _ask_each_alone(self, client, headers: dict, job: _Job, state: dict) -> list[tuple[int, Result | RequestFailed]] | None:
+        """A batched job's prompts asked one by one (to find the one a server refuses or
+        answers wrongly); None when the run has to stop."""
+        answers = []
+        for part in job.split():
+            got = await self._ask(client, headers, part, state)
+            if got is None:
+                return None
+            answers += got
+        return answers
+
     async def _ask(self, client, headers: dict, job: _Job, state: dict) -> list[tuple[int, Result | RequestFailed]] | None:
         """One job with its retries; None when the run is stopping (another request hit a
         fatal error) and this one would need another attempt."""
@@ -725,13 +736,7 @@ class APIBackend(Backend):
                     attempt -= 1
                     continue
                 elif job.split is not None:  # one of its prompts may be the one refused: ask each alone
-                    answers = []
-                    for part in job.split():
-                        got = await self._ask(client, headers, part, state)
-                        if got is None:
-                            return None
-                        answers += got
-                    return answers
+                    return await self._ask_each_alone(client, headers, job, state)
                 else:
                     try:
                         raw = response.json()
@@ -749,13 +754,7 @@ class APIBackend(Backend):
                 from histbench.core.secrets import redact_url
 
                 if reason == "invalid" and job.split is not None:  # which prompt's answer is invalid: ask each alone
-                    answers = []
-                    for part in job.split():
-                        got = await self._ask(client, headers, part, state)
-                        if got is None:
-                            return None
-                        answers += got
-                    return answers
+                    return await self._ask_each_alone(client, headers, job, state)
                 if reason == "invalid":  # the server answers, wrongly: this request fails, the run goes on
                     self.stats["failed"] += len(job.indices)
                     return [(index, RequestFailed(f"{detail} in each of {attempt} attempts", raw={"body": invalid_body},
