@@ -35,20 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gpu_check import build_samples  # noqa: E402
 from vllm_serve import VLLMServer, engine_env  # noqa: E402
 
 #: issue 41: float32 on both sides; measured 5.5e-4 (served) and 6.2e-4 (in-process) at most
 TOLERANCE = 2e-3
-
-
-def build_samples(root: Path) -> dict[str, Path]:
-    from histbench.builders.machinery.build import get_builder, run_build
-
-    out = {}
-    for name in ("chronologic", "chronoculture"):
-        builder = get_builder(name)
-        out[name] = run_build(builder, builder.manifest().sample_paths(), options=builder.demo_options(), out_root=root)
-    return out
 
 
 def workload(builds: dict[str, Path], generations: int):
