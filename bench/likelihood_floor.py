@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from likelihood_vs_harness import synthetic_questions  # noqa: E402
+from likelihood_vs_harness import smollm2_and_questions  # noqa: E402
 
 
 class Counter:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-harness", action="store_true")
     parser.add_argument("--engine-budgets", default="",
-                        help="also time histbench with these token budgets (its token_budget option; default 2048), "
+                        help="also time histbench with these token budgets (its token_budget option; default 1024), "
                              "e.g. 512,1024,4096")
     parser.add_argument("--before", action="store_true",
                         help="also time the engine's previous computation (each context's key/value cache shared "
@@ -136,21 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from histbench.core.backends import LoglikelihoodRequest
-    from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_path
+    from histbench.core.backends.offline import OfflineModelUnavailable
     from histbench.core.likelihood import encode_requests, loglikelihood, model_max_length
 
     try:
-        path = smollm2_path()
+        model, tokenizer, questions, requests = smollm2_and_questions(args.questions, args.seed)
     except OfflineModelUnavailable as exc:
         print(f"cannot run: {exc}", file=sys.stderr)
         return 2
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    questions = synthetic_questions(tokenizer, args.questions, args.seed)
-    requests = [LoglikelihoodRequest(context, answer) for context, answers in questions for answer in answers]
     # the floor scores the very token pairs histbench's engine scores (its tokenisation)
     encoded = encode_requests(tokenizer, requests, max_length=model_max_length(model, tokenizer))
     per_question, k = [], 0

@@ -57,6 +57,24 @@ QUESTIONS = [
 ]
 
 
+def smollm2_and_questions(n: int, seed: int):
+    """SmolLM2-135M-Instruct (the offline copy, float32, eval mode), its tokenizer,
+    `n` synthetic questions and their requests (one per answer, in order). Raises
+    OfflineModelUnavailable without the model."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from histbench.core.backends import LoglikelihoodRequest
+    from histbench.core.backends.offline import smollm2_path
+
+    path = smollm2_path()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    questions = synthetic_questions(tokenizer, n, seed)
+    requests = [LoglikelihoodRequest(context, answer) for context, answers in questions for answer in answers]
+    return model, tokenizer, questions, requests
+
+
 def synthetic_questions(tokenizer, n: int, seed: int) -> list[tuple[str, list[str]]]:
     """(context, answers) pairs: context ~200 tokens, 5-8 answers of 10-60 tokens."""
     rng = random.Random(seed)
@@ -109,21 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from histbench.core.backends import LoglikelihoodRequest
-    from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_path, smollm2_revision
+    from histbench.core.backends.offline import OfflineModelUnavailable, smollm2_revision
     from histbench.core.likelihood import loglikelihood
 
     try:
-        path = smollm2_path()
+        model, tokenizer, questions, requests = smollm2_and_questions(args.questions, args.seed)
     except OfflineModelUnavailable as exc:
         print(f"cannot run: {exc}", file=sys.stderr)
         return 2
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    questions = synthetic_questions(tokenizer, args.questions, args.seed)
-    requests = [LoglikelihoodRequest(context, answer) for context, answers in questions for answer in answers]
     ctx_tokens = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c, _ in questions]
     ans_tokens = [len(tokenizer(a, add_special_tokens=False)["input_ids"]) for _, answers in questions for a in answers]
     print(f"model: SmolLM2-135M-Instruct ({smollm2_revision()}), float32, cpu, torch {torch.__version__}, "
