@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import re
 from abc import ABC
 from importlib.util import find_spec
@@ -40,38 +41,94 @@ class BenchmarkEvaluator(ABC):
         out = getattr(args, "out", None)
         return Path(out) if out else None
 
+    # -- run folders --------------------------------------------------------------------
+    # A benchmark converts what its evaluation wrote into the one run format
+    # (histbench.core.runfolder) in `summarise_run`; everything else reads that format.
+
+    # The module (dotted name) whose function summarise(run_dir) -> RunSummary reads the
+    # benchmark's own files of a run folder, and is_own_folder(run_dir) recognises them.
+    run_module: ClassVar[str | None] = None
+
+    def _run_module(self):
+        if not self.run_module:
+            raise UsageError(f"{self.name} run folders cannot be read as results yet")
+        return importlib.import_module(self.run_module)
+
+    def summarise_run(self, run_dir: Path):
+        """The RunSummary of a run folder, from the files the benchmark's evaluation wrote
+        (what `finish_run` writes as run.json, results.json and items.jsonl)."""
+        return self._run_module().summarise(Path(run_dir))
+
+    def is_own_folder(self, run_dir: Path) -> bool:
+        """Whether the benchmark's own files of a run are in `run_dir` (also in a folder
+        written before the run format, which `histbench convert-run` converts)."""
+        return bool(self.run_module) and self._run_module().is_own_folder(Path(run_dir))
+
+    def finish_run(self, run_dir: Path, started: str | None = None) -> None:
+        """Write the run format's three files of a run folder the evaluation has written."""
+        from histbench.core.runfolder import write_run_folder
+
+        summary = self.summarise_run(run_dir)
+        if summary.benchmark != self.name:
+            raise UsageError(f"{self.name}'s summary names benchmark {summary.benchmark}", file=run_dir)
+        write_run_folder(Path(run_dir), summary, started=started)
+
+    def open_run(self, run_dir: Path):
+        """The RunFolder of a run of this benchmark (an older folder is refused with the
+        command that converts it)."""
+        from histbench.core.runfolder import RunFolder
+
+        return RunFolder.open(Path(run_dir), benchmark=self.name)
+
     def results(self, run_dir: Path) -> Results:
-        """The metrics, per-item records and signature of a run folder (what
-        `histbench.evaluate` returns)."""
-        raise UsageError(f"{self.name} run folders cannot be read as results yet")
+        """The metrics ({id: metric}), per-item records and signature of a run folder (what
+        `histbench.evaluate` returns), read from its run.json, results.json and items.jsonl."""
+        from histbench.core.results import Results
 
-    # The module (dotted name) whose functions is_run_folder(run_dir), view_items(run_dir)
-    # and headlines(run_dir) the three methods below call; usually the package's `.viewer`.
-    viewer_module: ClassVar[str | None] = None
-
-    def _viewer(self):
-        return importlib.import_module(self.viewer_module) if self.viewer_module else None
+        folder = self.open_run(run_dir)
+        return Results(self.name, folder.path, folder.label, {m["id"]: m for m in folder.metrics}, folder.items,
+                       folder.results.get("signature"), folder.run)
 
     def is_run_folder(self, run_dir: Path) -> bool:
         """Whether `run_dir` is a run folder of this benchmark (`histbench view` finds the
         benchmark of a folder by asking every evaluator)."""
-        viewer = self._viewer()
-        return viewer.is_run_folder(run_dir) if viewer else False
+        from histbench.core.runfolder import RUN_FILE, is_run_folder
+
+        if not is_run_folder(run_dir):
+            return False
+        try:
+            return json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8")).get("benchmark") == self.name
+        except (OSError, ValueError):
+            return False
 
     def view_items(self, run_dir: Path) -> ViewerRun:
         """Every item of a run folder for the per-item viewer (histbench.eval.viewer): its
-        prompt, raw response, parsed answer or parse failure, gold, outcome and score,
-        read from the folder's records.jsonl and the benchmark's own per-item files."""
-        viewer = self._viewer()
-        if viewer is None:
-            raise UsageError(f"{self.name} run folders have no per-item viewer yet", file=run_dir)
-        return viewer.view_items(run_dir)
+        prompt, raw response, parsed answer or parse failure, gold, outcome and score."""
+        from histbench.eval.viewer import DEFAULT_OPTION_COLUMNS, ViewerRun
+
+        folder = self.open_run(run_dir)
+        shown = folder.run.get("viewer") or {}
+        columns = shown.get("option_columns")
+        return ViewerRun(self.name, folder.label, folder.path, folder.items, shown.get("labels") or {},
+                         list(shown.get("notes") or []),
+                         [tuple(c) for c in columns] if columns else DEFAULT_OPTION_COLUMNS,
+                         aliases=shown.get("aliases") or {})
 
     def headlines(self, run_dir: Path) -> list[Headline]:
         """The headline number(s) of a run folder, with their intervals, for the report
         site's index card (one per model or system of the run)."""
-        viewer = self._viewer()
-        return viewer.headlines(run_dir) if viewer else []
+        from histbench.core.runfolder import format_metric
+        from histbench.eval.report import Headline
+
+        folder = self.open_run(run_dir)
+        systems = (folder.run.get("viewer") or {}).get("labels", {}).get("system", {})
+        out = []
+        for metric in folder.metrics:
+            if metric.get("headline"):
+                run = systems.get(metric.get("system"), metric.get("system")) if metric.get("system") else folder.label
+                out.append(Headline(run, metric.get("label") or metric["metric"], format_metric(metric),
+                                    estimate=metric.get("estimate"), higher_is_better=metric.get("higher_is_better")))
+        return out
 
     def report_runs(self, args: argparse.Namespace) -> list[Path]:
         """The run folders a `histbench report` call reads (`args.runs`); the report site
@@ -225,10 +282,15 @@ def run_evaluations(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> 
     refuse_contradictions(args)
     runs = split_baselines(args)
     refused = []
+    from histbench.core.runfolder import utc_now
+
     for run in runs:
+        started = utc_now()
         evaluator.run_eval(run)
         folder = evaluator.run_folder(run)
         if folder is not None:
+            if evaluator.is_own_folder(folder):
+                evaluator.finish_run(folder, started)
             refused += all_refused(folder)
     if refused:
         from histbench.core.errors import EvalError

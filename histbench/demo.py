@@ -172,6 +172,9 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
             if scored is not None:
                 # results first (issue 43): the build, its audits and a sample row after them
                 sections.insert(0, scored)
+                with steps(f"{name}: the run format's files (run.json, results.json, items.jsonl) of each run"):
+                    for run_dir in scored.runs:
+                        evaluator.finish_run(run_dir)
                 with steps(f"{name}: a per-item viewer for each of {len(scored.runs)} run(s)"):
                     runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
         pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),
