@@ -349,3 +349,64 @@ def discover_evaluators(names) -> dict[str, BenchmarkEvaluator]:
         if evaluator is not None:
             found[name] = evaluator
     return found
+
+
+def evaluator_of_folder(run_dir: Path, benchmark: str | None = None, *, own_files: bool = False) -> BenchmarkEvaluator:
+    """The evaluator of a run folder: `benchmark`'s, or the one whose run.json names it
+    (own_files: the one whose own files are in it, for folders written before the run format)."""
+    from histbench.builders.machinery.build import discover_builders
+
+    evaluators = discover_evaluators(discover_builders())
+    if benchmark is not None:
+        if benchmark not in evaluators:
+            raise UsageError(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(evaluators))})", field="--benchmark")
+        return evaluators[benchmark]
+    claimed = [e for e in evaluators.values() if (e.is_own_folder(run_dir) if own_files else e.is_run_folder(run_dir))]
+    if not claimed:
+        if not own_files and any(e.is_own_folder(run_dir) for e in evaluators.values()):
+            from histbench.core.runfolder import convert_hint
+
+            raise UsageError(f"a run folder written before the run format; {convert_hint(run_dir)}", file=run_dir)
+        raise UsageError("not a run folder of any benchmark (no run.json naming one, nor a benchmark's own run "
+                         "files); give --benchmark if it is one", file=run_dir)
+    if len(claimed) > 1:
+        raise UsageError(f"this folder looks like a run of {', '.join(e.name for e in claimed)}; choose with --benchmark",
+                         file=run_dir)
+    return claimed[0]
+
+
+def convert_run_folder(run_dir: Path, benchmark: str | None = None) -> tuple[str, bool]:
+    """`histbench convert-run RUN`: add the run format's run.json, results.json and
+    items.jsonl to a run folder written before it, from the benchmark's own files (which
+    are kept; a file whose name the format now uses is first copied to the benchmark's own
+    name). Returns (benchmark, whether anything was written); a folder already in the format
+    is left as it is."""
+    from histbench.core.paths import confine_run_folder
+    from histbench.core.runfolder import is_run_folder
+
+    run_dir = Path(run_dir).expanduser()
+    if not run_dir.is_dir():
+        raise UsageError("no such run folder", file=run_dir)
+    confine_run_folder(run_dir)
+    if is_run_folder(run_dir):
+        return evaluator_of_folder(run_dir, benchmark).name, False
+    evaluator = evaluator_of_folder(run_dir, benchmark, own_files=True)
+    evaluator.finish_run(run_dir)
+    return evaluator.name, True
+
+
+def add_convert_command(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "convert-run", help="give a run folder of an earlier histbench the run format (run.json, results.json, items.jsonl)",
+        description="Add run.json, results.json and items.jsonl to run folders written before histbench had one run "
+                    "format, from the files the benchmark's evaluation wrote (kept as they are). A folder already in "
+                    "the format is left alone.")
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders of `histbench eval BENCHMARK`")
+    parser.add_argument("--benchmark", help="the runs' benchmark, when it cannot be recognised from their files")
+
+    def run(args) -> None:
+        for run_dir in args.runs:
+            name, written = convert_run_folder(run_dir, args.benchmark)
+            print(f"{run_dir}: {'converted' if written else 'already in the run format'} ({name})")
+
+    parser.set_defaults(func=run)

@@ -639,6 +639,7 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
 
     for run_dir in evaluator.report_runs(args):   # shared run folders: no link out of them is read
         confine_run_folder(run_dir)
+        evaluator.open_run(run_dir)   # in the run format (an older folder: the command that converts it)
     check_runs_dataset(evaluator, evaluator.report_runs(args), getattr(args, "dataset", None),
                        getattr(args, "revision", None))
     out = evaluator.report_out(args)
@@ -667,7 +668,7 @@ def check_runs_dataset(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], 
 
     expected = BuiltDataset.open(dataset, revision=revision, benchmark=evaluator.name).identity().get("data_sha256")
     for run_dir in run_dirs:
-        recorded = (evaluator.results(Path(run_dir)).info.get("dataset") or {}).get("data_sha256")
+        recorded = (evaluator.open_run(Path(run_dir)).run.get("build") or {}).get("data_sha256")
         if recorded is None:
             raise EvalError("the run records no build (data_sha256), so it cannot be checked against --dataset",
                             file=run_dir)

@@ -339,29 +339,15 @@ def default_viewer_dir(run_dir: Path) -> Path:
 
 def viewer_run(run_dir: Path, benchmark: str | None = None) -> tuple[Any, ViewerRun]:
     """(evaluator, its ViewerRun) for a run folder: the benchmark is `benchmark` or the one
-    whose evaluator recognises the folder."""
-    from histbench.builders.machinery.build import discover_builders
+    its run.json names."""
     from histbench.core.paths import confine_run_folder
-    from histbench.eval.plugin import discover_evaluators
+    from histbench.eval.plugin import evaluator_of_folder
 
     run_dir = Path(run_dir).expanduser()
     if not run_dir.is_dir():
         raise UsageError("no such run folder", file=run_dir)
     confine_run_folder(run_dir)   # a shared run folder: no link out of it is read into the page
-    evaluators = discover_evaluators(discover_builders())
-    if benchmark is not None:
-        if benchmark not in evaluators:
-            raise UsageError(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(evaluators))})", field="--benchmark")
-        chosen = evaluators[benchmark]
-    else:
-        claimed = [e for e in evaluators.values() if e.is_run_folder(run_dir)]
-        if not claimed:
-            raise UsageError("not a run folder of any benchmark (no results.json, chronoculture.json, mher_run.json or "
-                             "valence-run.json); give --benchmark if it is one", file=run_dir)
-        if len(claimed) > 1:
-            raise UsageError(f"this folder looks like a run of {', '.join(e.name for e in claimed)}; choose with --benchmark",
-                             file=run_dir)
-        chosen = claimed[0]
+    chosen = evaluator_of_folder(run_dir, benchmark)
     return chosen, chosen.view_items(run_dir)
 
 

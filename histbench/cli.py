@@ -1,4 +1,4 @@
-"""The `histbench` command: build, validate, push, eval, report, view, demo.
+"""The `histbench` command: build, validate, push, eval, report, view, convert-run, demo.
 
 Benchmarks plug in through `BUILDER` (histbench.builders.<name>) and `EVALUATOR`
 (histbench.eval.<name>). This module parses the command line with argparse, from each
@@ -166,6 +166,7 @@ COMMANDS: dict[str, str] = {
     "eval": "score a model (or baselines) on a built benchmark",
     "report": "tables and figures from one or more evaluation runs",
     "view": "an offline HTML page of one run's items: prompts, answers, parsing, gold and scores",
+    "convert-run": "give a run folder of an earlier histbench the run format (run.json, results.json, items.jsonl)",
     "export": "write a built benchmark in another tool's format (e.g. an lm-evaluation-harness task)",
     "demo": "build every benchmark from its bundled sample, check it, run baselines, write build/report/",
 }
@@ -205,7 +206,7 @@ def shallow_parser() -> argparse.ArgumentParser:
         evaluator.add_commands(subparsers)
     if any(evaluator.exporters() for evaluator in evaluators.values()):
         subparsers.add_parser("export", help=COMMANDS["export"])
-    for name in ("view", "demo"):
+    for name in ("view", "convert-run", "demo"):
         subparsers.add_parser(name, help=COMMANDS[name])
     return parser
 
@@ -229,6 +230,9 @@ def make_parser() -> argparse.ArgumentParser:
     from histbench.eval.viewer import add_view_command
 
     add_view_command(subparsers)
+    from histbench.eval.plugin import add_convert_command
+
+    add_convert_command(subparsers)
 
     demo = subparsers.add_parser("demo", help=COMMANDS["demo"])
     demo.add_argument("--out", type=Path, default=Path("build"), help="output root (default: build/)")

@@ -7,8 +7,9 @@
 
 A model run sends one chat request per row (prompts: sources/italian/prompts.yaml, section
 `eval`; greedy decoding) through the run store (`runs/NAME/records.jsonl`: resumable, an
-answer is never paid twice) and writes `results.json` (metrics per task, signature) and
-`items/<task>.jsonl` (per-row scoring). Metrics: see `metrics.py` and `tasks.py`.
+answer is never paid twice) and writes `italian.json` (metrics per task, signature) and
+`italian-items/<task>.jsonl` (per-row scoring), then the run format's run.json, results.json
+and items.jsonl (run_summary.py). Metrics: see `metrics.py` and `tasks.py`.
 
 `--mode likelihood` scores the multiple-choice form of the tasks instead (every option's
 log-likelihood after the same prompt; histbench.eval.choices), as the tasks of
@@ -18,7 +19,6 @@ log-likelihood after the same prompt; histbench.eval.choices), as the tasks of
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from histbench.core.errors import EvalError, UsageError
@@ -29,7 +29,7 @@ from .tasks import BASELINES, NER_TOKENS_PER_CHAR, TASKS
 
 class ItalianEvaluator(BenchmarkEvaluator):
     name = "italian"
-    viewer_module = f"{__name__}.viewer"
+    run_module = f"{__name__}.run_summary"
 
     def add_commands(self, subparsers) -> None:
         """`histbench review italian BUILD --out SHEET`: the WSD review sheet (the paper's
@@ -117,27 +117,19 @@ class ItalianEvaluator(BenchmarkEvaluator):
         from .report import results_markdown
 
         print(results_markdown([results]))
-        print(f"\nresults: {Path(args.out) / 'results.json'}")
-
-    def results(self, run_dir: Path):
-        from .results import run_results
-
-        return run_results(run_dir)
+        print(f"\nrun folder: {args.out}")
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_report_run_arguments(parser, "italian")
 
     def run_report(self, args: argparse.Namespace) -> None:
+        from histbench.core.readers import read_json_object
         from histbench.eval.report import ReportSection, write_report
 
         from .report import FIGURE_TITLE, results_figure, results_markdown
+        from .run import OWN_RESULTS
 
-        loaded = []
-        for run in args.runs:
-            path = Path(run) / "results.json"
-            if not path.is_file():
-                raise EvalError("not an italian run folder: results.json is missing", file=run)
-            loaded.append(json.loads(path.read_text(encoding="utf-8")))
+        loaded = [read_json_object(self.open_run(run).extra(OWN_RESULTS), error=EvalError) for run in args.runs]
         text = results_markdown(loaded)
         print(text)
         if args.out:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from histbench.core.atomic import write_text_atomic
 from histbench.core.errors import EvalError, UsageError
 from histbench.core.progress import log
 
@@ -25,6 +26,17 @@ from .tasks import (
 )
 
 MODES = ("generate", "likelihood")
+#: the run folder's own files (besides the run format's run.json, results.json, items.jsonl):
+#: the metrics per task and the signature, and one file of scored rows per task
+OWN_RESULTS = "italian.json"
+OWN_ITEMS = "italian-items"
+#: their names before the run format (histbench convert-run moves them)
+LEGACY_RESULTS = "results.json"
+LEGACY_ITEMS = "items"
+
+
+def own_results_path(out: Path) -> Path:
+    return Path(out) / OWN_RESULTS
 
 
 def _rows(built, task: str, limit: int | None) -> list[dict]:
@@ -59,7 +71,7 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
     signature = make_signature(dataset=built.identity(), backend=identity, decoding=decoding,
                                prompt_template_hash=hash_text(prompt_text(prompts)) if backend is not None else None)
     results = {"model": label, "mode": "generate", "signature": signature.to_dict(), "tasks": {}}
-    items_dir = out / "items"
+    items_dir = out / OWN_ITEMS
     items_dir.mkdir(exist_ok=True)
     for task in wanted:
         rows = _rows(built, task, limit)
@@ -96,13 +108,13 @@ def evaluate(built, out: Path, *, backend=None, baseline: str | None = None, tas
             for item in items:
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
         log(f"[italian] {label}: {task}: {_headline(task, metrics)}")   # the run named: the demo prints several
-    (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    write_text_atomic(own_results_path(out), json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
     return results
 
 
 def check_mode(out: Path, mode: str) -> None:
     """One run folder holds one mode's results (a folder from before modes were recorded is a generate run)."""
-    path = Path(out) / "results.json"
+    path = own_results_path(out)
     if path.is_file():
         from histbench.core.readers import read_json_object
 
@@ -141,7 +153,7 @@ def evaluate_likelihood(built, out: Path, *, backend, tasks=None, limit: int | N
     results = {"model": label or f"{backend.spec} (likelihood)", "mode": "likelihood", "signature": signature.to_dict(),
                "tasks": {}, "not_scored": {t: "no multiple-choice form (entities are free text)"
                                            for t in present if t not in LIKELIHOOD_TASKS}}
-    items_dir = out / "items"
+    items_dir = out / OWN_ITEMS
     for task in wanted:
         rows = _rows(built, task, limit)
         items = [ChoiceItem(tuple(messages(task, row, prompts)), tuple(answer_options(task, row))) for row in rows]
@@ -165,7 +177,7 @@ def evaluate_likelihood(built, out: Path, *, backend, tasks=None, limit: int | N
                 handle.write(json.dumps({**item, **score.to_json()}, ensure_ascii=False) + "\n")
         log(f"[italian] {results['model']}: {task} (likelihood): {key} {metrics[key]:.3f}, per character {metrics[key + '_norm']:.3f} "
             f"(n={metrics['n']})")
-    (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    write_text_atomic(own_results_path(out), json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
     return results
 
 

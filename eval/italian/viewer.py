@@ -1,6 +1,7 @@
-"""Historical Italian run folders in the per-item viewer (histbench.eval.viewer).
+"""The per-item viewer's items of a Historical Italian run (histbench.eval.viewer), which
+run_summary.py writes to the run folder's items.jsonl.
 
-One item per scored row of items/<task>.jsonl; config: the task; group: the snippet genre
+One item per scored row of italian-items/<task>.jsonl; config: the task; group: the snippet genre
 where the task has one (chronological ranking). A model run's prompt is the system and
 user messages as sent (rebuilt from the build the run's signature records and looked up in
 records.jsonl), with the raw answer; the parsed answer or why it failed (a parse error, a
@@ -20,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.core.errors import EvalError, HistbenchError
-from histbench.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.readers import iter_jsonl_objects
 from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
 
 from .tasks import LETTERS, MCQ_TASKS, NER_TASKS, TASKS, gold_choice, load_prompts, messages, orders
@@ -30,17 +31,6 @@ TASK_LABELS = {
     "chrono_ranking": "Chronological ranking", "authorship": "Authorship verification", "head": "Head prediction",
     "deprel": "Dependency relation prediction", "intertext": "Intertextuality detection",
 }
-
-
-def is_run_folder(run_dir: Path) -> bool:
-    path = Path(run_dir) / "results.json"
-    if not path.is_file():
-        return False
-    try:
-        data = read_json_object(path, error=EvalError)
-    except EvalError:
-        return False
-    return isinstance(data.get("tasks"), dict) and "benchmark" not in data
 
 
 def _build_rows(data: dict) -> tuple[dict[str, dict[str, dict]], str | None]:
@@ -109,11 +99,10 @@ def _likelihood_options(task: str, row: dict | None, scored: dict) -> tuple[list
     return options, details
 
 
-def view_items(run_dir: Path) -> ViewerRun:
+def view_items(run_dir: Path, data: dict, items_dir: Path) -> ViewerRun:
+    """The viewer's items of a run whose own results (italian.json) are `data` and whose
+    scored rows are in `items_dir` (one <task>.jsonl per task)."""
     run_dir = Path(run_dir)
-    if not is_run_folder(run_dir):
-        raise EvalError("not an italian run folder: results.json with its tasks is missing", file=run_dir)
-    data = read_json_object(run_dir / "results.json", error=EvalError)
     backend = (data.get("signature") or {}).get("backend") or {}
     is_model = backend.get("backend") != "baseline"
     rows, note = _build_rows(data)
@@ -128,9 +117,9 @@ def view_items(run_dir: Path) -> ViewerRun:
     stored = StoredAnswers.open(run_dir) if is_model else StoredAnswers([])
     items = []
     for task in [t for t in TASKS if t in (data.get("tasks") or {})]:
-        path = run_dir / "items" / f"{task}.jsonl"
+        path = items_dir / f"{task}.jsonl"
         if not path.is_file():
-            notes.append(f"{task}: items/{task}.jsonl is missing")
+            notes.append(f"{task}: {items_dir.name}/{task}.jsonl is missing")
             continue
         for _, scored in iter_jsonl_objects(path, error=EvalError):
             row = rows.get(task, {}).get(scored["id"])
@@ -162,28 +151,3 @@ def view_items(run_dir: Path) -> ViewerRun:
     labels = {"config": TASK_LABELS}
     aliases = {"config": {t: [t] for t in MCQ_TASKS}}
     return ViewerRun("italian", data.get("model") or run_dir.name, run_dir, items, labels, notes, aliases=aliases)
-
-
-def headlines(run_dir: Path):
-    """Each task's own measure (accuracy, mean Spearman, strict macro F1) with its interval:
-    the paper reports the tasks side by side and never averages them."""
-    from histbench.eval.report import Headline, format_ci
-    from histbench.eval.stats import BOOTSTRAP
-
-    from .report import interval_cell
-
-    data = read_json_object(Path(run_dir) / "results.json", error=EvalError)
-    label = data.get("model") or Path(run_dir).name
-    out = []
-    for task, m in (data.get("tasks") or {}).items():
-        name = TASK_LABELS.get(task, task)
-        if "strict" in m:
-            low, high = (m["strict"].get("f1_ci") or [None, None])[:2]
-            out.append(Headline(label, f"{name}: strict F1", format_ci(
-                m["strict"]["f1"], low, high, method=BOOTSTRAP, n=m.get("letters"),
-                constant=m["strict"].get("f1_ci_constant"))))
-        elif "mean_spearman" in m:
-            out.append(Headline(label, f"{name}: mean Spearman", interval_cell(m, "mean_spearman")))
-        elif "accuracy" in m:
-            out.append(Headline(label, f"{name}: accuracy", interval_cell(m, "accuracy")))
-    return out

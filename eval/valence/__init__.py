@@ -92,7 +92,7 @@ def score_folder(run, options):
 
 class ValenceEvaluator(BenchmarkEvaluator):
     name = "valence"
-    viewer_module = f"{__name__}.viewer"
+    run_module = f"{__name__}.run_summary"
 
     # -- histbench eval valence ------------------------------------------------------------
 
@@ -155,11 +155,6 @@ class ValenceEvaluator(BenchmarkEvaluator):
                   f"{' --only-missing' if missing < total else ''}")
         else:
             print(f"next: histbench report valence {run.path}")
-
-    def results(self, run_dir: Path):
-        from .results import run_results
-
-        return run_results(run_dir)
 
     # -- histbench report valence -------------------------------------------------------------
 
@@ -256,6 +251,7 @@ class ValenceEvaluator(BenchmarkEvaluator):
                   f"{', '.join(f['annotators']) or 'nobody'};{blank} exact duplicates dropped: "
                   f"{f['exact_duplicates_dropped']}{extra}")
         print(f"stored {run.annotations_path}: {result['total']} rows ({result['added']} imported, {result['replaced']} replaced)")
+        self.finish_run(run.path)   # results.json and items.jsonl scored with the new annotations
         if result["missing"]:
             print(f"still unannotated (--partial): {len(result['missing'])} sentence x word pairs, e.g. "
                   + ", ".join(f"{s}/{t}" for s, t in result["missing"][:5]))
@@ -298,6 +294,7 @@ class ValenceEvaluator(BenchmarkEvaluator):
               f"early corpus {sum(early.values())} words, modern {sum(modern.values())} words")
         if args.do_import:
             result = import_annotations(run, [Path(out)], method="automatic")
+            self.finish_run(run.path)
             print(f"imported as method 'automatic' ({result['added']} rows); report with --sigma-source automatic "
                   "or manual+automatic")
 

@@ -1,4 +1,5 @@
-"""Temporal valence run folders in the per-item viewer (histbench.eval.viewer).
+"""The per-item viewer's items of a temporal valence run (histbench.eval.viewer), which
+run_summary.py writes to the run folder's items.jsonl.
 
 One item per model x sentence; config: `sentences`; group: the sentence group (EME,
 neutral, ME); system: the model. The prompt is the masked sentence as the fill-mask
@@ -21,10 +22,6 @@ from histbench.eval.viewer import StoredAnswers, ViewerRun
 OPTION_COLUMNS = (("text", "filler"), ("probability", "probability"), ("kind", "kind"), ("sigma", "sigma"),
                   ("rank", "rank"))
 GROUP_LABELS = {"EME": "EME", "neutral": "neutral", "ME": "ME"}
-
-
-def is_run_folder(run_dir: Path) -> bool:
-    return (Path(run_dir) / "valence-run.json").is_file()
 
 
 def view_items(run_dir: Path) -> ViewerRun:
@@ -82,28 +79,3 @@ def view_items(run_dir: Path) -> ViewerRun:
         raise EvalError("the run folder holds no model x sentence to show", file=run_dir)
     return ViewerRun("valence", " + ".join(run.model_labels()) or run.path.name, run.path, items,
                      {"group": GROUP_LABELS, "config": {"sentences": "sentences"}}, notes, OPTION_COLUMNS)
-
-
-def headlines(run_dir: Path):
-    """Per model: bias beta and adequacy delta over all sentences (raw probabilities), with
-    their bootstrap 95% intervals (3.2)."""
-    from histbench.eval.report import Headline, format_ci
-    from histbench.eval.stats import BOOTSTRAP
-
-    from .results import run_results
-
-    results = run_results(run_dir)
-    out = []
-    for model, groups in results.metrics.items():
-        cell = groups.get("all") or {}
-        if "beta_raw_mean" in cell:
-            out.append(Headline(model, "bias beta, all sentences",
-                                format_ci(cell["beta_raw_mean"], cell.get("beta_raw_low"), cell.get("beta_raw_high"),
-                                          method=BOOTSTRAP, n=cell.get("beta_raw_n", cell.get("scored")),
-                                          constant=cell.get("beta_raw_constant"))))
-        if "delta_raw_mean" in cell:
-            out.append(Headline(model, "adequacy delta, all sentences",
-                                format_ci(cell["delta_raw_mean"], cell.get("delta_raw_low"), cell.get("delta_raw_high"),
-                                          method=BOOTSTRAP, n=cell.get("delta_raw_n", cell.get("scored")),
-                                          constant=cell.get("delta_raw_constant"))))
-    return out

@@ -375,3 +375,18 @@ def format_metric(metric: Mapping, digits: int = 1) -> str:
                      percent=metric.get("unit") == "proportion", method=metric.get("method") if metric.get("interval") else None,
                      n=metric.get("n"), constant=metric.get("constant"))
     return text or ("n/a" + (f" (n={metric['n']:,})" if metric.get("n") is not None else ""))
+
+
+def interval_metric(id: str, metric: str, estimate: Any, low: Any, high: Any, method: str | None, *, unit: str,
+                    n: int | None = None, constant: bool | None = None, **more: Any) -> Metric:
+    """A Metric from an estimate and interval as the benchmarks' code stores them (NaN for
+    undefined): no interval when either end is undefined; a zero-width interval not known
+    to be constant gets the note that 95% of the resamples gave that value."""
+    estimate, low, high = (None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+                           for v in (estimate, low, high))
+    interval = None if low is None or high is None else (low, high)
+    note = more.pop("note", None)
+    if interval is not None and low == high and not constant and note is None:
+        note = "95% of the resamples gave this value; some differed"
+    return Metric(id, metric, estimate, unit, interval, method if interval else None, n,
+                  constant=True if constant else None, note=note, **more)

@@ -125,9 +125,21 @@ def test_eval_baseline_and_report_cli(sample_build, tmp_path):
     done = subprocess.run(cmd + ["eval", "italian", "--baseline", "random", "--dataset", str(sample_build), "--out", str(run)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    results = json.loads((run / "results.json").read_text())
-    assert set(results["tasks"]) == set(CONFIGS)
-    assert 0.0 <= results["tasks"]["wsd"]["accuracy"] <= 1.0
+    own = json.loads((run / "italian.json").read_text())
+    assert set(own["tasks"]) == set(CONFIGS)
+    # the run format: every task's measure in results.json, equal to the task's own number
+    from histbench.core.runfolder import RunFolder
+
+    folder = RunFolder.open(run, benchmark="italian")
+    metrics = {m["id"]: m for m in folder.metrics}
+    assert {m["config"] for m in metrics.values()} == set(CONFIGS)
+    wsd = metrics["wsd/accuracy"]
+    assert wsd["estimate"] == own["tasks"]["wsd"]["accuracy"] and wsd["method"] == "Wilson" and wsd["headline"]
+    assert wsd["n"] == own["tasks"]["wsd"]["n"] and wsd["unit"] == "proportion"
+    assert metrics["ner_classense/strict_f1"]["estimate"] == own["tasks"]["ner_classense"]["strict"]["f1"]
+    assert folder.run["baseline"] == "random" and folder.run["model"] is None
+    assert set(folder.run["files"]["extras"]) == {"italian.json", "italian-items"}
+    assert len(folder.items) == sum(1 for task in CONFIGS for _ in (run / "italian-items" / f"{task}.jsonl").open())
     report = subprocess.run(cmd + ["report", "italian", str(run), "--out", str(tmp_path / "report")],
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
@@ -137,3 +149,36 @@ def test_eval_baseline_and_report_cli(sample_build, tmp_path):
 def test_sample_inputs_cover_every_role():
     assert set(sample_inputs()) == {"leggomanzoni", "wiktionary", "classense", "bellini", "bibit", "cavalcanti", "dantesources",
                                     "authors"}
+
+
+def test_a_run_folder_from_before_the_run_format_is_refused_then_converted(sample_build, tmp_path):
+    """Issue 43: an italian run folder as histbench wrote it before the run format (its own
+    results.json and items/) is refused by the viewer and the report with the command that
+    converts it; `histbench convert-run` converts it keeping every number."""
+    import shutil
+
+    from histbench.core.runfolder import RunFolder
+
+    run = tmp_path / "old"
+    cmd = [sys.executable, "-m", "histbench.cli"]
+    done = subprocess.run(cmd + ["eval", "italian", "--baseline", "first", "--dataset", str(sample_build), "--out", str(run)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    before = {m["id"]: m for m in RunFolder.open(run).metrics}
+    for name in ("run.json", "results.json", "items.jsonl"):
+        (run / name).unlink()
+    (run / "italian.json").rename(run / "results.json")
+    (run / "italian-items").rename(run / "items")
+    old = (run / "results.json").read_text()
+    for command in (["view", str(run)], ["report", "italian", str(run), "--out", str(tmp_path / "report")]):
+        refused = subprocess.run(cmd + command, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2 and f"histbench convert-run {run}" in refused.stderr, refused.stderr
+    converted = subprocess.run(cmd + ["convert-run", str(run)], capture_output=True, text=True, timeout=300)
+    assert converted.returncode == 0 and "converted (italian)" in converted.stdout, converted.stderr
+    assert (run / "italian.json").read_text() == old and (run / "italian-items" / "wsd.jsonl").is_file()
+    after = {m["id"]: m for m in RunFolder.open(run).metrics}
+    assert after == before
+    again = subprocess.run(cmd + ["convert-run", str(run)], capture_output=True, text=True, timeout=300)
+    assert "already in the run format" in again.stdout
+    shutil.rmtree(run / "italian-items")
+    assert subprocess.run(cmd + ["view", str(run)], capture_output=True, text=True, timeout=300).returncode == 0

@@ -85,7 +85,7 @@ def test_cut_off_answers_are_failures_and_long_letters_get_a_larger_budget(chat_
     m = results["tasks"]["ner_classense"]
     assert m["cut_off"] == 1 and m["parse_failures"] == 0
     assert m["strict"]["per_type"]["LOC"]["tp"] == 1               # only the short letter's Faenza counts
-    items = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "run" / "items" / "ner_classense.jsonl").open()}
+    items = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "run" / "italian-items" / "ner_classense.jsonl").open()}
     assert items["LONG"]["failure"] == "cut off (finish_reason length)" and items["LONG"]["predicted"] == []
     budgets = sorted(b["max_tokens"] for b in bodies)
     n_chars = max(len(r["text"]) for r in rows(built.path, "ner_classense"))

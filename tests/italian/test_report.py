@@ -59,21 +59,21 @@ def test_demo_scores_smollm2_by_likelihood_and_the_viewer_shows_its_options(samp
     one, which is the likeliest."""
     import json
 
-    from histbench.eval.italian import report
+    from histbench.eval.italian import EVALUATOR, report
     from histbench.eval.italian.tasks import MCQ_TASKS
-    from histbench.eval.italian.viewer import view_items
 
     work = tmp_path / "work"
     section = report.demo_section(BuiltDataset.open(sample_build), work, tmp_path / "report")
     assert section.runs == [work / n for n in ("random", "first", "capitalised", "smollm2-likelihood")]
     assert report.DEMO_LABEL in section.markdown and "was not scored" not in section.markdown
     assert "the first 3 rows of each multiple-choice task" in section.markdown
-    results = json.loads((work / "smollm2-likelihood" / "results.json").read_text())
+    results = json.loads((work / "smollm2-likelihood" / "italian.json").read_text())
     assert results["mode"] == "likelihood" and results["model"] == report.DEMO_LABEL
     assert set(results["tasks"]) == {t for t in MCQ_TASKS} | {"chrono_ranking"}
     assert all(m["n"] == 3 for m in results["tasks"].values())
 
-    viewed = view_items(work / "smollm2-likelihood")
+    EVALUATOR.finish_run(work / "smollm2-likelihood")     # as `histbench demo` does after the section
+    viewed = EVALUATOR.view_items(work / "smollm2-likelihood")
     assert len(viewed.items) == 3 * len(results["tasks"])
     for item in viewed.items:
         assert item["kind"] == "loglikelihood" and item["response"] is None

@@ -92,6 +92,9 @@ def synthetic_run(tmp_path, sentences_csv, build_valence):
     run.save()
     run.write_sentences(built.load("sentences", "test").to_list())
     run.write_predictions(prediction_records())
+    from histbench.eval.valence import EVALUATOR
+
+    EVALUATOR.finish_run(run.path)   # the run format's files, as `histbench eval valence` writes them
     return run
 
 

@@ -102,3 +102,28 @@ def test_package_command(synthetic_run, annotation_sheet, tmp_path, capsys):
     out = tmp_path / "pkg"
     assert cli.main(["valence", "package", str(synthetic_run.path), "--out", str(out)]) == 0
     assert cli.main(["validate", str(out)]) == 0
+
+
+def test_results_json_holds_beta_and_delta_once_the_words_are_annotated(synthetic_run, annotation_sheet):
+    """The run format (issue 43): before annotation a valence run has items and no metrics;
+    `import-annotations` writes results.json again with beta and delta per model and group
+    (3.2), the numbers the report's scoring gives with its defaults."""
+    from histbench import api
+    from histbench.core.runfolder import RunFolder
+    from histbench.eval.valence import score_folder
+    from histbench.eval.valence.runfolder import RunFolder as ValenceRun
+    from histbench.eval.valence.scoring import ScoreOptions
+
+    before = RunFolder.open(synthetic_run.path, benchmark="valence")
+    assert before.metrics == [] and len(before.items) == 2 * 4
+    assert {item["outcome"] for item in before.items} == {"invalid"}
+    assert cli.main(["valence", "import-annotations", str(synthetic_run.path), str(annotation_sheet())]) == 0
+    results = api.results("valence", synthetic_run.path)
+    scores = score_folder(ValenceRun.open(synthetic_run.path), ScoreOptions(fold_case=True))
+    for row in scores.summary:
+        beta = results.metrics[f"{row['model']}/{row['group']}/beta_raw"]
+        assert beta["estimate"] == row["beta_raw_mean"] and beta["interval"] == [row["beta_raw_low"], row["beta_raw_high"]]
+        assert beta["method"] == "percentile bootstrap" and beta["system"] == row["model"]
+    assert {m["id"] for m in results.metrics.values() if m["headline"]} == {
+        f"{model}/all/{name}_raw" for model in ("early", "modern") for name in ("beta", "delta")}
+    assert {item["outcome"] for item in results.records} == {"unscored"}
