@@ -105,6 +105,8 @@ class SitePage:
 class SiteContext:
     benchmark: str
     runs: list[SiteRun]
+    #: sections every page of the report starts with (several runs: the leaderboard)
+    lead: list[ReportSection] = field(default_factory=list)
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
@@ -528,7 +530,7 @@ def write_report(sections: list[ReportSection], out_dir: Path, title: str, intro
     once a staged report folder is in place, see `run_report`)."""
     site = _SITE.get()
     if site is not None:
-        page = SitePage(site.benchmark, title, sections, runs=site.runs, intro=intro,
+        page = SitePage(site.benchmark, title, [*site.lead, *sections], runs=site.runs, intro=intro,
                         built=_built_from_runs(site.runs))
         return write_site([page], out_dir, title)
     out_dir = Path(out_dir)
@@ -648,12 +650,29 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
         return
     with staged_report(Path(out)) as tmp:
         runs = site_runs(evaluator, evaluator.report_runs(args), tmp, Path("viewer"))
-        token = _SITE.set(SiteContext(evaluator.name, runs))
+        lead = compared_runs(evaluator, evaluator.report_runs(args), tmp)
+        token = _SITE.set(SiteContext(evaluator.name, runs, lead))
         try:
             args.out = tmp
             evaluator.run_report(args)
         finally:
             _SITE.reset(token)
+
+
+def compared_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path) -> list[ReportSection]:
+    """With two runs or more: the leaderboard section, and the side-by-side item view
+    (site_root/compare/index.html) it links to (histbench.eval.compare)."""
+    from histbench.eval.compare import leaderboard_markdown, write_comparison
+
+    if len(run_dirs) < 2:
+        return []
+    folders = [evaluator.open_run(Path(run_dir)) for run_dir in run_dirs]
+    write_comparison(folders, site_root / "compare", evaluator.name)
+    text = (leaderboard_markdown(evaluator.name, folders)
+            + "\nEvery item of these runs side by side, with a filter for the items on which they disagree: "
+              "[the run comparison](compare/index.html).\n")
+    data = {"runs": [{"label": f.label, "metrics": [m for m in f.metrics if m.get("headline")]} for f in folders]}
+    return [ReportSection("Leaderboard", text, data=data)]
 
 
 def check_runs_dataset(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], dataset: str | None,

@@ -255,6 +255,33 @@ def _print_error(error: HistbenchError) -> None:
         print(redact(f"  - {line}"), file=sys.stderr)
 
 
+def _per_benchmark(argv: list[str]) -> list[list[str]]:
+    """`eval a,b,c OPTIONS`: one argument list per benchmark (as lm-evaluation-harness's
+    `--tasks a,b`), each with the same options; a given --out becomes OUT/<benchmark>, since
+    one run folder holds one benchmark's run. Any other command line is itself."""
+    if len(argv) < 2 or argv[0] != "eval" or "," not in argv[1]:
+        return [argv]
+    names = [name.strip() for name in argv[1].split(",")]
+    if any(not name for name in names) or len(set(names)) != len(names):
+        raise UsageError(f"histbench eval: {argv[1]!r}: give benchmarks separated by commas, each once", field="BENCHMARK")
+    for word in argv[2:]:
+        flag = word.split("=", 1)[0]
+        if flag in ("--dataset", "--revision", "--label"):
+            raise UsageError(f"{flag} names one benchmark's build or run; with several benchmarks each scores its "
+                             "default build (build/<benchmark>-<version>): give one benchmark at a time to choose",
+                             field=flag)
+    out = []
+    for name in names:
+        rest = list(argv[2:])
+        for k, word in enumerate(rest):
+            if word == "--out" and k + 1 < len(rest):
+                rest[k + 1] = str(Path(rest[k + 1]) / name)
+            elif word.startswith("--out="):
+                rest[k] = "--out=" + str(Path(word.split("=", 1)[1]) / name)
+        out.append(["eval", name, *rest])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from histbench.core.signals import Terminated, signals_as_interrupts
 
@@ -266,11 +293,16 @@ def main(argv: list[str] | None = None) -> int:
             if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
                 raise UsageError(f"histbench: unknown option {argv[0]}: give a command first "
                                  f"({', '.join(_commands(parser))}; see --help)")
-            try:
-                args = parser.parse_args(argv)
-            except UsageError as error:
-                raise _unknown_options_hint(parser, argv, error) from None
-            args.func(args)
+            calls = []
+            for one in _per_benchmark(argv):   # `eval a,b ...`: every call parsed before any runs
+                try:
+                    calls.append(parser.parse_args(one))
+                except UsageError as error:
+                    raise _unknown_options_hint(parser, one, error) from None
+            for args in calls:
+                if len(calls) > 1:
+                    print(f"== histbench eval {args.benchmark}", flush=True)
+                args.func(args)
     except HistbenchError as error:
         _print_error(error)
         return EXIT_ERROR

@@ -67,6 +67,14 @@ def escape_markdown(text: object) -> str:
     return _BLOCK_START.sub(_escape_block_start, text, count=1)
 
 
+def escape_cell(text: object) -> str:
+    """Untrusted text made literal inside a Markdown table cell: `escape_markdown` without
+    the rule for a block marker at the start, which a cell cannot open ("0.5 [0.1, 0.9]"
+    stays as it is)."""
+    text = CONTROL_CHARACTERS.sub("\ufffd", _LINE_BREAKS.sub(" ", str(text)))
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", text.replace("&", "&amp;").replace("<", "&lt;"))
+
+
 def code_span(text: object) -> str:
     """Untrusted text as a Markdown code span: fenced with more backticks than any run of
     backticks inside it (so it cannot close the span early), line breaks as spaces, control

@@ -85,7 +85,9 @@ class Metric:
     "points" (a score of its own scale), "count"; headline: shown on the site's index card;
     system/config: which system of a multi-system run and which config it belongs to;
     note: what a reader must know; constant: every resample gave the same value (so a
-    zero-width interval is exact, not a lack of resamples).
+    zero-width interval is exact, not a lack of resamples); published: the paper's table
+    cell this metric reproduces, {table: number, column, row (or None)}, as in
+    sources/<benchmark>/published/tableN.yaml (the leaderboard shows the paper's values).
     """
 
     id: str
@@ -102,9 +104,11 @@ class Metric:
     label: str | None = None
     note: str | None = None
     constant: bool | None = None
+    published: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict:
         out = asdict(self)
+        out["published"] = dict(self.published) if self.published else None
         out["estimate"] = _finite(self.estimate)
         out["interval"] = None if self.interval is None else [_finite(v) for v in self.interval]
         if out["interval"] is not None and None in out["interval"]:
