@@ -71,11 +71,19 @@ from histbench.core.locks import file_lock
 from histbench.core.paths import inside
 from histbench.core.progress import log, progress
 from histbench.core.readers import read_json_object
+from histbench.core.runfolder import validate as validate_run_file
 from histbench.core.secrets import scrub_text
 
 from .backends.base import Backend, Request, RequestFailed, Result, request_from_dict, result_from_dict
 
 RECORDS_NAME = "records.jsonl"
+
+
+def validate_record(record: dict, where: Path, key: str) -> None:
+    """A record about to be written matches schemas/runfolder-records.json (an error names
+    the key and field: a record that breaks it is a bug, and is never written)."""
+    validate_run_file("record", json.loads(json.dumps(record, default=_json_default)), where, row=key)
+
 RUN_NAME = "run.json"
 LOCK_NAME = ".lock"
 FSYNC_EVERY_S = 2.0
@@ -574,6 +582,7 @@ class RunStore:
                                 session_open = True
                         key = todo_keys[index]
                         stored = self._stored(key, todo[key], result, started, parse)
+                        validate_record(stored, self.records_path, key)   # the run format's record schema
                         handle.write(scrub_text(json.dumps(stored, ensure_ascii=False, default=_json_default)) + "\n")
                         handle.flush()
                         appended += 1

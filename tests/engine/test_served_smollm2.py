@@ -149,7 +149,7 @@ def test_histbench_eval_likelihood_commands_against_the_server(smollm2_hf, smoll
     evaluate_likelihood(BuiltDataset.open(italian, benchmark="italian"), tmp_path / "italian-hf", backend=smollm2_hf,
                         tasks=tasks, limit=1)
     for task in tasks:
-        got, want = (lines(tmp_path / f"italian-{side}" / "items" / f"{task}.jsonl") for side in ("api", "hf"))
+        got, want = (lines(tmp_path / f"italian-{side}" / "italian-items" / f"{task}.jsonl") for side in ("api", "hf"))
         assert len(got) == len(want) == 1 and got[0]["chat_template"]
         assert got[0]["logliks"] == pytest.approx(want[0]["logliks"], abs=SAME_BOUNDARY), task
         assert got[0]["n_tokens"] == want[0]["n_tokens"], task

@@ -42,10 +42,10 @@ def test_italian_likelihood_run_skips_what_has_no_multiple_choice_form(sample_bu
     out = tmp_path / "lik"
     assert main(["eval", "italian", "--mode", "likelihood", "--model", f"hf:{tiny_causal_lm}", "--dataset",
                  str(sample_builds["italian"]), "--out", str(out), "--limit", "2", "--tasks", "intertext", "ner_bellini"]) == 0
-    results = json.loads((out / "results.json").read_text())
+    results = json.loads((out / "italian.json").read_text())
     assert results["mode"] == "likelihood" and list(results["tasks"]) == ["intertext"]
     assert results["not_scored"] == {"ner_bellini": "no multiple-choice form (entities are free text)"}
     intertext = results["tasks"]["intertext"]
     assert intertext["n"] == 2 and intertext["parse_failures"] == 0 and 0 <= intertext["accuracy_norm"] <= 1
-    items = [json.loads(line) for line in (out / "items" / "intertext.jsonl").read_text().splitlines()]
+    items = [json.loads(line) for line in (out / "italian-items" / "intertext.jsonl").read_text().splitlines()]
     assert all(len(item["logliks"]) == 2 and item["predicted"] == item["choice"] for item in items)

@@ -293,7 +293,7 @@ def test_italian_tasks_agree_with_histbench_likelihood(harness, sample_builds, w
             items = [ChoiceItem(tuple(messages(task, r, prompts)), tuple(answer_options(task, r))) for r in rows]
             requests, templated = requests_for(items, backend)
             assert all(templated)
-            scored = [json.loads(line) for line in (tmp_path / "run" / "items" / f"{task}.jsonl").read_text().splitlines()]
+            scored = [json.loads(line) for line in (tmp_path / "run" / "italian-items" / f"{task}.jsonl").read_text().splitlines()]
             _same_requests(harness["samples"][f"italian_{task}"], requests, [s["logliks"] for s in scored])
         assert set(ours["not_scored"]) == {"ner_classense", "ner_bellini"}
     finally:
@@ -314,7 +314,7 @@ def test_italian_plain_tasks_agree_with_histbench_without_a_chat_template(harnes
         got = harness["results"][f"plain_italian_{task}"]
         assert got["acc,none"] == pytest.approx(ours["tasks"][task]["accuracy"], abs=1e-9)
         assert got["acc_norm,none"] == pytest.approx(ours["tasks"][task]["accuracy_norm"], abs=1e-9)
-        scored = [json.loads(line) for line in (tmp_path / "run" / "items" / f"{task}.jsonl").read_text().splitlines()]
+        scored = [json.loads(line) for line in (tmp_path / "run" / "italian-items" / f"{task}.jsonl").read_text().splitlines()]
         samples = sorted(harness["samples"][f"plain_italian_{task}"], key=lambda s: s["doc_id"])
         for sample, mine in zip(samples, scored, strict=True):
             assert not mine["chat_template"]

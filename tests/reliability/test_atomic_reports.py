@@ -87,5 +87,5 @@ def test_the_cli_stages_every_benchmark_report(tmp_path, capsys):
     _report(out, "v1")
     before = _snapshot(out)
     assert main(["report", "italian", str(tmp_path / "no-such-run"), "--out", str(out)]) == 2
-    assert "results.json is missing" in capsys.readouterr().err
+    assert "no such run folder" in capsys.readouterr().err
     assert _snapshot(out) == before

@@ -69,7 +69,7 @@ def test_a_model_s_tied_top_options_say_how_the_tie_was_broken(sample_runs, tmp_
 def test_italian_items_match_the_scored_accuracy(sample_runs):
     run_dir = sample_runs["italian"][1]   # first-option baseline
     run = _items(run_dir)
-    results = json.loads((run_dir / "results.json").read_text())
+    results = json.loads((run_dir / "italian.json").read_text())
     for task in ("wsd", "authorship", "head", "deprel", "intertext"):
         mine = [i for i in run.items if i["config"] == task]
         assert len(mine) == results["tasks"][task]["n"]
