@@ -116,18 +116,20 @@ def test_results_of_italian_and_valence_runs(notebook, tiny_masked_lm):
     cavalcanti = get_builder("italian").manifest().sample_paths()["cavalcanti"][0]
     italian = histbench.build("italian", cavalcanti=cavalcanti)
     run = histbench.evaluate("italian", baseline="random", dataset=italian, out="runs/italian-random")
-    assert set(run.metrics) == {"head", "deprel"} and run.signature.startswith("histbench:")
-    assert {r["task"] for r in run.records} == {"head", "deprel"}
+    assert set(run.metrics) == {"head/accuracy", "deprel/accuracy"} and run.signature.startswith("histbench:")
+    assert {r["config"] for r in run.records} == {"head", "deprel"}
     assert sum(run.metrics[t]["n"] for t in run.metrics) == len(run.records)
+    assert run.info["baseline"] == "random" and run.info["build"]["benchmark"] == "italian"
+    assert run.to_pandas().groupby("config").size().to_dict() == {m["config"]: m["n"] for m in run.metrics.values()}
 
     valence = histbench.build("valence", sample=True)
     run = histbench.evaluate("valence", model=f"tiny=hf:{tiny_masked_lm}", dataset=valence, top_k=3,
                              model_option={"device": "cpu"}, out="runs/valence")
-    assert run.label == "tiny" and run.signature is None and run.info["models"][0]["label"] == "tiny"
+    assert run.label == "tiny" and run.signature is None and run.info["model"] == f"hf:{tiny_masked_lm}"
     if run.metrics:  # the tiny model's fillers happen to be annotated in the sample
-        assert "all" in run.metrics["tiny"]
+        assert "tiny/all/beta_raw" in run.metrics
     else:
-        assert "annotat" in run.info["not_scored"] and len(run.records) == 3 * 30
+        assert any("annotat" in note for note in run.info["viewer"]["notes"]) and len(run.records) == 3 * 30
 
 
 def test_the_anchors_and_judged_file_names_are_those_the_modes_write():
