@@ -185,3 +185,20 @@ def test_the_report_refuses_an_old_folder_with_the_command_that_converts_it(base
     (old / "run.json").unlink()
     assert cli.main(["report", "chronoculture", str(old), "--out", str(tmp_path / "report")]) == 2
     assert "histbench convert-run" in capsys.readouterr().err
+
+
+def test_a_likelihood_run_records_its_modal_accuracies(small_build, tiny_causal_lm, tmp_path):
+    out = tmp_path / "likelihood"
+    assert cli.main(["eval", "chronoculture", "--dataset", str(small_build), "--mode", "likelihood",
+                     "--model", f"hf:{tiny_causal_lm}", "--model-option", "dtype=float32", "--limit", "4",
+                     "--out", str(out)]) == 0
+    folder = _check_folder(out)
+    info = json.loads((out / "chronoculture.json").read_text())["modal_likelihood"]
+    metrics = EVALUATOR.results(out).metrics
+    assert metrics["modal_likelihood.all.accuracy"]["estimate"] == info["accuracy"]
+    assert metrics["modal_likelihood.new.accuracy_norm"]["estimate"] == info["by_period"]["new"]["accuracy_norm"]
+    assert metrics["modal_likelihood.all.accuracy"]["n"] == info["prompts"] == len(folder.items)
+    table5 = info["table5"]["by_category"]
+    for category, entry in table5.items():
+        assert metrics[f"modal.{category}.both_correct"]["n"] == entry["both_correct"]["n"]
+    assert {item["config"] for item in folder.items} == {"mcq"}
