@@ -7,7 +7,8 @@
 Modules: parsing.py (B.1 output parser), metrics.py (pure vectorised metrics), data.py
 (the build and a run's predictions as arrays; reference predictors), analysis.py (every
 cell of one run with bootstrap intervals), breakdowns.py (topics and regions, Kendall's
-W), run.py (`histbench eval`), reporting.py and figures.py (`histbench report`).
+W), run.py (`histbench eval`), run_summary.py (the run folder's run.json, results.json
+and items.jsonl, with viewer.py's items), reporting.py and figures.py (`histbench report`).
 Only light modules are imported here; the work happens in the command functions.
 """
 
@@ -21,7 +22,7 @@ from histbench.eval.plugin import BenchmarkEvaluator, add_report_run_arguments
 
 class ChronoCultureEvaluator(BenchmarkEvaluator):
     name = "chronoculture"
-    viewer_module = f"{__name__}.viewer"
+    run_module = f"{__name__}.run_summary"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .run import add_eval_arguments
@@ -32,11 +33,6 @@ class ChronoCultureEvaluator(BenchmarkEvaluator):
         from .run import run_eval
 
         run_eval(args)
-
-    def results(self, run_dir: Path):
-        from .results import run_results
-
-        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_report_run_arguments(parser, "chronoculture", " (the same label twice: repeated runs, F.3)")

@@ -304,20 +304,41 @@ def predictions_from_rows(bench: Benchmark, rows: list[dict], label: str, kind: 
     )
 
 
-def read_run(run_dir: Path) -> tuple[dict, list[dict]]:
-    """A run folder's chronoculture.json and predictions.jsonl rows."""
+def _read_files(info_path: Path, predictions_path: Path) -> tuple[dict, list[dict]]:
+    info = read_json_object(info_path, error=EvalError)
+    rows = [row for _, row in iter_jsonl_objects(predictions_path, error=EvalError)]
+    return info, rows
+
+
+def read_run(run_dir: Path, *, finished: bool = False) -> tuple[dict, list[dict]]:
+    """A run folder's chronoculture.json and predictions.jsonl rows.
+
+    finished: read them through the run folder (`histbench.core.runfolder.RunFolder`: the
+    extras its run.json names), as the report does; a folder written before the run format
+    is refused with the command that converts it. Otherwise read the files as `histbench
+    eval` wrote them (what `run_summary.summarise` and the demo read before the run format's
+    files are written)."""
     run_dir = Path(run_dir)
+    if finished:
+        from . import EVALUATOR
+
+        folder = EVALUATOR.open_run(run_dir)
+        return _read_files(folder.extra(RUN_INFO_NAME), folder.extra(PREDICTIONS_NAME))
     info_path = run_dir / RUN_INFO_NAME
     if not info_path.is_file():
         raise EvalError(f"not a ChronoCulture run folder ({RUN_INFO_NAME} is missing; run `histbench eval chronoculture` first)",
                         file=run_dir)
-    info = read_json_object(info_path, error=EvalError)
-    rows = [row for _, row in iter_jsonl_objects(run_dir / PREDICTIONS_NAME, error=EvalError)]
-    return info, rows
+    return _read_files(info_path, run_dir / PREDICTIONS_NAME)
 
 
-def load_predictions(bench: Benchmark, run_dir: Path) -> Predictions:
-    info, rows = read_run(run_dir)
+def load_predictions(bench: Benchmark, run_dir: Path, *, finished: bool = False) -> Predictions:
+    """A run's Predictions (`finished`: read through the run folder, see `read_run`)."""
+    info, rows = read_run(run_dir, finished=finished)
+    return predictions_from_info(bench, run_dir, info, rows)
+
+
+def predictions_from_info(bench: Benchmark, run_dir: Path, info: dict, rows: list[dict]) -> Predictions:
+    """The Predictions of a run folder's chronoculture.json (`info`) and predictions.jsonl (`rows`)."""
     preds = predictions_from_rows(bench, rows, info.get("label") or Path(run_dir).name, info.get("kind", "model"),
                                   info, where=str(Path(run_dir) / PREDICTIONS_NAME))
     preds.run_dir = Path(run_dir)

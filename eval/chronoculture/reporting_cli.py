@@ -20,10 +20,7 @@ TITLE = "ChronoCulture: cultural change over time in model predictions"
 def _open_dataset(args: argparse.Namespace, runs: list[Path]):
     from histbench.core.dataset import BuiltDataset
 
-    infos = []
-    for run in runs:
-        info, _ = read_run(run)
-        infos.append(info)
+    infos = [read_run(run, finished=True)[0] for run in runs]
     dataset = args.dataset or (infos[0].get("dataset") or {}).get("path")
     if not dataset:
         raise UsageError("the first run does not record its dataset: pass --dataset", field="--dataset")
@@ -92,7 +89,7 @@ def run_report(args: argparse.Namespace) -> None:
     runs = [Path(r) for r in args.runs]
     built = _open_dataset(args, runs)
     bench = load_benchmark(built)
-    predictions = [load_predictions(bench, run) for run in runs]
+    predictions = [load_predictions(bench, run, finished=True) for run in runs]
     # folders by name: the report is shared, their place on this disk is not
     intro = (f"Dataset: {code_span(Path(built.path).name)} (ChronoCulture {built.version}, data sha256 "
              f"`{(built.identity().get('data_sha256') or '')[:16]}`). Runs: "

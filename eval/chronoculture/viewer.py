@@ -1,4 +1,4 @@
-"""ChronoCulture run folders in the per-item viewer (histbench.eval.viewer).
+"""ChronoCulture's items for the run folder's items.jsonl (and so the per-item viewer).
 
 One item per prompt of predictions.jsonl: config `undated`, `items` (the dated prompts of
 the older and newer survey year) or `mcq` (modal-answer prompts, A.5); group: the pair's
@@ -13,6 +13,9 @@ year's gold is within tau = 0.10 (4.2, RF1's accuracy), `wrong` otherwise; a mod
 prompt when it names the year's mode; `invalid` when no distribution could be read; an
 undated prompt has no right answer of its own (`unscored`; score: K, its distance to the
 nearest survey year, B.2). Baselines were not asked anything: they show no prompt.
+
+`run_items` is called by `run_summary.summarise` (what `histbench eval` and `histbench
+convert-run` write into items.jsonl); readers read items.jsonl.
 """
 
 from __future__ import annotations
@@ -22,18 +25,17 @@ from pathlib import Path
 import numpy as np
 
 from histbench.core.errors import EvalError, HistbenchError
-from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
+from histbench.eval.viewer import StoredAnswers, request_messages, response_text
 
-from .data import PREDICTIONS_NAME, RUN_INFO_NAME
+from .data import PREDICTIONS_NAME
 from .metrics import CATEGORIES, CATEGORY_LABELS, TAU
 from .run import OPTION_PROBABILITIES, OPTION_PROBABILITIES_NOTE
 
 CONFIG_LABELS = {"undated": "undated prompts", "items": "dated prompts", "mcq": "modal-answer prompts"}
 ABBREVIATIONS = {"stable": "Stab.", "moderate": "Mod.", "strong": "Str.", "very_strong": "V. str."}
-
-
-def is_run_folder(run_dir: Path) -> bool:
-    return (Path(run_dir) / RUN_INFO_NAME).is_file()
+#: how the viewer names facet values, and the report's abbreviated headings for them
+LABELS = {"config": CONFIG_LABELS, "group": CATEGORY_LABELS}
+ALIASES = {"group": {c: [ABBREVIATIONS[c]] for c in CATEGORIES}}
 
 
 def _prompts(built, bench, info: dict, rows: np.ndarray, modal: bool) -> tuple[dict, str | None]:
@@ -53,23 +55,12 @@ def _prompts(built, bench, info: dict, rows: np.ndarray, modal: bool) -> tuple[d
     return {(pair_id, period): messages for pair_id, period, messages in jobs}, None
 
 
-def view_items(run_dir: Path) -> ViewerRun:
-    from histbench.core.dataset import BuiltDataset
-
+def run_items(run_dir: Path, info: dict, rows: list[dict], built, bench) -> tuple[list[dict], list[str]]:
+    """(items, notes) of a run folder whose chronoculture.json and predictions.jsonl are
+    `info` and `rows`, made on the build `built` (its arrays: `bench`)."""
     from . import metrics as m
-    from .data import load_benchmark, read_run
 
     run_dir = Path(run_dir)
-    info, rows = read_run(run_dir)
-    label = info.get("label") or run_dir.name
-    dataset = (info.get("dataset") or {}).get("path")
-    if not dataset:
-        raise EvalError("the run does not record its dataset", file=run_dir / RUN_INFO_NAME)
-    built = BuiltDataset.open(dataset, benchmark="chronoculture")
-    recorded = (info.get("dataset") or {}).get("data_sha256")
-    if recorded and recorded != built.identity().get("data_sha256"):
-        raise EvalError(f"the run was made on dataset data {recorded[:12]}, not on {dataset}", file=run_dir)
-    bench = load_benchmark(built)
     index = bench.index()
     notes = []
     is_model = info.get("kind", "model") == "model"
@@ -157,24 +148,4 @@ def view_items(run_dir: Path) -> ViewerRun:
                 distance = float(m.wasserstein(pred, gold[None, :], positions)[0])
                 item.update(outcome="correct" if distance <= TAU else "wrong", score=distance, score_label="W")
         items.append(item)
-    labels = {"config": CONFIG_LABELS, "group": CATEGORY_LABELS}
-    aliases = {"group": {c: [ABBREVIATIONS[c]] for c in CATEGORIES}}
-    return ViewerRun("chronoculture", label, run_dir, items, labels, notes, aliases=aliases)
-
-
-def headlines(run_dir: Path):
-    """RF1 (4.2): both periods within tau = 0.10, over all analysed pairs, with its interval
-    (Wilson: a share of pairs; a run analysed before issue 43 recorded a bootstrap) and n
-    (the report's analysis of this run: histbench.evaluate's metrics)."""
-    from histbench.eval.report import Headline, format_ci
-    from histbench.eval.stats import BOOTSTRAP
-
-    from .results import run_results
-
-    results = run_results(run_dir)
-    cell = results.metrics.get("rf1.default.tau0.10.all.both")
-    if not cell:
-        return []
-    return [Headline(results.label, "RF1: both periods within tau 0.10, % of pairs",
-                     format_ci(cell["estimate"], cell["low"], cell["high"], digits=1, percent=True,
-                               method=cell.get("method") or BOOTSTRAP, n=cell.get("n", 0), constant=cell.get("constant")))]
+    return items, notes

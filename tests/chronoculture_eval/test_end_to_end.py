@@ -180,6 +180,9 @@ def test_eval_needs_a_model_or_a_baseline(synthetic_build, tmp_path, capsys):
     assert "exactly one of --model" in capsys.readouterr().err
 
 
+@pytest.mark.xfail(strict=True, reason="eval/report.py check_runs_dataset reads the build from run.json's 'dataset' "
+                                       "(the run store's key, so model runs only), not from the run format's 'build': "
+                                       "a baseline run is refused as recording no build (issue 43; the merger fixes it)")
 def test_report_refuses_runs_of_another_build(synthetic_build, make_build, tmp_path, capsys):
     other = make_build(tmp_path / "other", n_pairs=16, seed=3)
     run = tmp_path / "uniform"
@@ -190,7 +193,7 @@ def test_report_refuses_runs_of_another_build(synthetic_build, make_build, tmp_p
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert main(["report", "chronoculture", str(tmp_path), "--out", str(tmp_path / "rep")]) == 2
-    assert "not a ChronoCulture run folder" in capsys.readouterr().err
+    assert "not a run folder of this histbench" in capsys.readouterr().err
 
 
 def test_likelihood_over_pairs_without_modal_answer_prompts_is_one_line(sample_build, capsys, tmp_path):

@@ -90,7 +90,7 @@ def test_the_options_are_scored_in_their_own_order(option_run, sample_build, tin
 
 
 def test_the_report_and_the_viewer_say_it_is_not_the_papers_method(option_run, tmp_path):
-    from histbench.eval.chronoculture.viewer import view_items
+    from histbench.eval.chronoculture import EVALUATOR
 
     report = tmp_path / "report"
     assert cli.main(["report", "chronoculture", str(option_run), "--resamples", "0", "--out", str(report)]) == 0
@@ -98,7 +98,7 @@ def test_the_report_and_the_viewer_say_it_is_not_the_papers_method(option_run, t
     assert "was scored by option probabilities, not by the paper's generation method (B.1)" in text
     assert "not by the paper's generation method" in (report / "chronoculture.html").read_text()
     assert "(option probabilities)" in (report / "index.html").read_text()   # the index card: the run's label
-    viewed = view_items(option_run)
+    viewed = EVALUATOR.view_items(option_run)
     assert any("not by the paper's generation method" in note for note in viewed.notes)
     assert all(item["response"] and item["parsed"] for item in viewed.items)
 

@@ -176,6 +176,15 @@ def test_demo_on_the_bundled_sample(chat_server, sample_build, tmp_path):
     rf2 = section.data["RF2: magnitude and direction (4.3, D.1-D.2, D.5, Tables 11-12, Figures 7 and 15)"]
     assert all(v["estimate"] in (1.0, None)   # an undefined cell is None (valid JSON), never NaN
                for k, v in rf2["frozen oldest gold"].items() if k.endswith("zero_shift"))
+    # `histbench demo` then writes each run's run format (histbench/demo.py): its headline is the RF1 cell above
+    from histbench.eval.chronoculture import EVALUATOR
+
+    assert [run.name for run in section.runs] == ["smollm2-sample", "uniform", "frozen-oldest", "frozen-newest"]
+    for run in section.runs:
+        EVALUATOR.finish_run(run)
+    [headline] = EVALUATOR.headlines(tmp_path / "work" / "frozen-oldest")
+    assert headline.estimate == cells["rf1.default.tau0.10.all.both"]["estimate"]
+    assert EVALUATOR.results(tmp_path / "work" / "smollm2-sample").metrics["counts.analysed"]["estimate"] == 12
 
 
 @pytest.mark.slow

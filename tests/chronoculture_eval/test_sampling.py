@@ -91,12 +91,14 @@ def test_sample_through_the_cli_is_recorded_and_reported(chat_server, synthetic_
     label = info["label"]
     assert results["runs"][label]["retention"] == 1.0 and results["runs"][label]["counts"]["analysed"] == 8
     # histbench.evaluate's numbers (and the report site's headline) are the report's: no filter on a sample
-    from histbench.eval.chronoculture.results import run_results
+    from histbench.eval.chronoculture import EVALUATOR
 
-    evaluated = run_results(run)
-    assert evaluated.info["retention"] == 1.0 and evaluated.metrics["counts"]["analysed"] == 8
+    evaluated = EVALUATOR.results(run)
+    assert any("knowledge-filter retention 100%" in note for note in evaluated.info["viewer"]["notes"])
+    assert evaluated.metrics["counts.analysed"]["estimate"] == 8
+    assert evaluated.metrics["rf1.default.tau0.10.all.both"]["n"] == 8
     items = (report / "viewer" / "run" / "items.jsonl").read_text().splitlines()
-    assert len(items) == 3 * 8 and "(Wilson, n=8)" in (report / "index.html").read_text()
+    assert len(items) == 3 * 8 and "(Wilson 95%, n=8)" in (report / "index.html").read_text()
     assert cli.main(["report", "chronoculture", str(run), "--out", str(report), "--resamples", "0",
                      "--retention", "0.5"]) == 0
     results = json.loads((report / "chronoculture_results.json").read_text())
