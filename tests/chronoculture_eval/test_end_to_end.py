@@ -180,9 +180,6 @@ def test_eval_needs_a_model_or_a_baseline(synthetic_build, tmp_path, capsys):
     assert "exactly one of --model" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason="eval/report.py check_runs_dataset reads the build from run.json's 'dataset' "
-                                       "(the run store's key, so model runs only), not from the run format's 'build': "
-                                       "a baseline run is refused as recording no build (issue 43; the merger fixes it)")
 def test_report_refuses_runs_of_another_build(synthetic_build, make_build, tmp_path, capsys):
     other = make_build(tmp_path / "other", n_pairs=16, seed=3)
     run = tmp_path / "uniform"
