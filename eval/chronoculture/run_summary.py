@@ -35,6 +35,8 @@ RESAMPLES = 1000
 SEED = 0
 HEADLINE = "rf1.default.tau0.10.all.both"
 HEADLINE_LABEL = "RF1: both periods within tau 0.10, % of pairs"
+#: the paper's cell of the headline (Table 9, C.2: Llama-3.3-70B, tau 0.10, all pairs, both accurate)
+HEADLINE_PUBLISHED = {"table": 9, "column": "both", "row": "tau 0.10 / all"}
 
 EXTRAS = {
     PREDICTIONS_NAME: "one line per prompt: pair_id, period (undated, old, new, mcq_old, mcq_new), the parsed "
@@ -139,7 +141,8 @@ def cell_metric(key: str, cell) -> Metric:
                   method=_method(cell.method) if interval is not None else None, n=int(cell.n),
                   higher_is_better=better, headline=key == HEADLINE,
                   label=HEADLINE_LABEL if key == HEADLINE else None, note=note,
-                  constant=bool(cell.constant) if bootstrap and interval is not None else None)
+                  constant=bool(cell.constant) if bootstrap and interval is not None else None,
+                  published=HEADLINE_PUBLISHED if key == HEADLINE else None)
 
 
 def _share_metric(id_: str, name: str, share: dict, better: bool | None) -> Metric:
