@@ -126,8 +126,10 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         mode_of(args).run(args)
 
     def run_folder(self, args: argparse.Namespace) -> Path | None:
-        """--mode judge and --mode style score the --run folder; the other modes write --out."""
-        folder = args.run if getattr(args, "mode", None) in ("judge", "style") and getattr(args, "run", None) else args.out
+        """--mode judge, style and self-rejection score the --run folder (and write into it); the
+        other modes write --out."""
+        run = getattr(args, "run", None)
+        folder = run if getattr(args, "mode", None) in ("judge", "style", "self-rejection") and run else args.out
         return Path(folder) if folder else None
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:

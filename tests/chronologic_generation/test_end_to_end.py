@@ -367,6 +367,8 @@ def test_run_folders_in_the_run_format(judged, tmp_path):
     from argparse import Namespace
 
     assert EVALUATOR.run_folder(Namespace(mode="judge", run=run, out=None)) == run
+    assert EVALUATOR.run_folder(Namespace(mode="self-rejection", run=run, out=None)) == run
+    assert EVALUATOR.run_folder(Namespace(mode="generate", run=None, out=run)) == run
 
     anchors = tmp_path / "anchors"
     shutil.copytree(judged["anchors_dir"], anchors)
