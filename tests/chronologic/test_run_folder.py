@@ -45,6 +45,10 @@ def test_a_baseline_run_has_the_three_files_and_they_validate(random_run, sample
     # the index card's headlines, named as before
     assert [h.metric for h in EVALUATOR.headlines(random_run)] == ["calibrated Brier (Table 3, lower is better)",
                                                                     "accuracy % (Table 3 rule)"]
+    # the run format's run.json is not a model's run store: the baseline reruns into its own folder
+    assert main(["eval", "chronologic", "--baseline", "random", "--dataset", str(sample_build), "--out", str(random_run),
+                 "--bootstrap", "50"]) == 0
+    assert EVALUATOR.open_run(random_run).results == folder.results
 
 
 def test_a_model_run_has_the_three_files_and_its_records_validate(sample_build, tmp_path):
