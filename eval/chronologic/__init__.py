@@ -10,8 +10,12 @@ mode shares are defined here once (see `add_common_arguments`): --dataset, --rev
 (--model, --model-option, --max-concurrency, --batch-size). A mode must not redefine
 them.
 
+Run folders: after every run, run.json, results.json and items.jsonl (the run format,
+histbench.core.runfolder) are written from chronologic's own files by `run_summary.py`;
+chronologic's own results are in the folder's chronologic.json (files.py).
+
 Reports: `histbench report chronologic RUN [RUN ...]` reads each run folder's
-`results.json`, whose "mode" field picks the reporter in `REPORTERS` (mode -> function
+chronologic.json, whose "mode" field picks the reporter in `REPORTERS` (mode -> function
 (list of (run_dir, results)), args) -> None), registered by the same modules (a module
 may expose `REPORTERS: dict`).
 
@@ -104,7 +108,7 @@ def mode_of(args: argparse.Namespace) -> Mode:
 
 class ChronologicEvaluator(BenchmarkEvaluator):
     name = "chronologic"
-    viewer_module = f"{__name__}.viewer"
+    run_module = f"{__name__}.run_summary"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         _load_modes()
@@ -122,14 +126,11 @@ class ChronologicEvaluator(BenchmarkEvaluator):
         mode_of(args).run(args)
 
     def run_folder(self, args: argparse.Namespace) -> Path | None:
-        """--mode judge and --mode style score the --run folder; the other modes write --out."""
-        folder = args.run if getattr(args, "mode", None) in ("judge", "style") and getattr(args, "run", None) else args.out
+        """--mode judge, style and self-rejection score the --run folder (and write into it); the
+        other modes write --out."""
+        run = getattr(args, "run", None)
+        folder = run if getattr(args, "mode", None) in ("judge", "style", "self-rejection") and run else args.out
         return Path(folder) if folder else None
-
-    def results(self, run_dir: Path):
-        from .results import run_results
-
-        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_report_run_arguments(parser, "chronologic")

@@ -17,7 +17,7 @@ sources/chronologic/generation_prompts.yaml):
 `--prompt-style plain` sends system, a newline and user as one prompt (the authors' local
 path, for models without a chat template). Every request and raw answer is kept in the
 run folder's run store (records.jsonl), so an interrupted run resumes where it stopped and
-no question is ever asked twice; `results.json` (mode "generate") lists each question's
+no question is ever asked twice; `chronologic.json` (mode "generate") lists each question's
 answer for the judges. A generation run needs its own folder.
 
 `--permute-frames` (paper 6.3, "wrong contexts") gives each question the metadata frame
@@ -50,10 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from histbench.core.errors import EvalError
-from histbench.core.readers import read_json_object
+
+from .files import OWN_NAME, own_path, read_own
 
 PROMPTS_NAME = "generation_prompts.yaml"
-RESULTS_NAME = "results.json"
+RESULTS_NAME = OWN_NAME   # chronologic.json (results.json is the run format's)
 MODE = "generate"
 QUESTIONS_CONFIG = "questions"
 SPLIT = "test"
@@ -381,11 +382,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def read_generation(run_dir: str | os.PathLike) -> dict:
-    path = Path(run_dir) / RESULTS_NAME
-    if not path.is_file():
+    """The free-generation results of a run folder (chronologic.json, or results.json of a
+    folder written before the run format)."""
+    path = own_path(run_dir)
+    if path is None:
         raise EvalError(f"no {RESULTS_NAME} here: run `histbench eval chronologic --mode generate --out {run_dir}` first",
                         file=run_dir)
-    data = read_json_object(path, error=EvalError)
+    data = read_own(run_dir)
     if data.get("mode") != MODE:
         raise EvalError(f"this folder holds a {data.get('mode')!r} run, not a free-generation run (--mode generate)", file=path)
     return data
@@ -396,7 +399,7 @@ def generate(built, backend, run_dir: str | os.PathLike, *, prompts: PromptSet |
              sampling_seed: int | None = None, reasoning: bool = False, limit: int | None = None,
              permute_frames: bool = False, frame_groups: str = "authors", label: str | None = None) -> dict:
     """Ask the candidate every question (resuming what the run folder holds) and write
-    results.json. Returns its content. label names the run in reports (default: the model
+    chronologic.json. Returns its content. label names the run in reports (default: the model
     spec)."""
     from histbench.core.runstore import RunStore, summarize
     from histbench.eval.signature import make_signature
@@ -404,8 +407,8 @@ def generate(built, backend, run_dir: str | os.PathLike, *, prompts: PromptSet |
     from .data import frame_permutation
 
     run_dir = Path(run_dir)
-    existing = run_dir / RESULTS_NAME
-    if existing.is_file():
+    existing = own_path(run_dir)
+    if existing is not None:
         try:
             mode = json.loads(existing.read_text(encoding="utf-8")).get("mode")
         except ValueError:

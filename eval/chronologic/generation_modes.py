@@ -125,7 +125,7 @@ def _dataset(args):
 def run_generate(args: argparse.Namespace) -> None:
     from histbench.core.backends import backend_from_args
 
-    from .generation import generate
+    from .generation import RESULTS_NAME, generate
 
     if not args.out:
         raise UsageError("--mode generate needs --out RUN_FOLDER", field="--out")
@@ -140,7 +140,7 @@ def run_generate(args: argparse.Namespace) -> None:
         backend.close()
     counts = result["counts"]
     print(f"{counts['questions']} answers ({counts['reused']} reused, {counts['empty_answers']} empty, "
-          f"{counts['truncated_answers']} cut at the token budget) -> {Path(args.out) / 'results.json'}")
+          f"{counts['truncated_answers']} cut at the token budget) -> {Path(args.out) / RESULTS_NAME}")
     print(f"signature: {result['signature']['text']}")
 
 

@@ -7,9 +7,10 @@ evaluator engine's loglikelihood requests and run store (answers are saved as th
 arrive and never asked twice; an interrupted run resumes). Metrics, computed as the
 authors' code computes them: see `metrics.py`.
 
-A run folder gets, besides the engine's records.jsonl and run.json:
+A run folder gets, besides the engine's records.jsonl and the run format's run.json,
+results.json and items.jsonl (written after the run from these two; run_summary.py):
 
-    results.json     every metric overall, per group and per reasoning type, with bootstrap
+    chronologic.json every metric overall, per group and per reasoning type, with bootstrap
                      95% intervals; the metric definitions; the signature (data, model,
                      prompt-template hash); counts; the frame permutation if any
     questions.jsonl  one line per question: log-likelihoods, token counts, probabilities,
@@ -32,8 +33,9 @@ from histbench.core.errors import EvalError, UsageError
 from histbench.core.progress import log
 
 from . import Mode
+from .files import OWN_NAME
 
-RESULTS_NAME = "results.json"
+RESULTS_NAME = OWN_NAME   # chronologic.json (results.json is the run format's)
 LEDGER_NAME = "questions.jsonl"
 DEFAULT_RUNS = Path("runs") / "chronologic"
 RANDOM = "random"
@@ -198,7 +200,7 @@ def evaluate(
         "prompt_template_sha256": template.sha256,
     }
     if baseline:
-        if (run_dir / "run.json").is_file():
+        if (run_dir / "records.jsonl").is_file():
             raise UsageError("this folder holds a model's run; give the baseline its own --out", file=run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         scores = [random_choice_score(q) for q in scored_questions]

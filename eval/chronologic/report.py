@@ -1,7 +1,8 @@
 """`histbench report chronologic RUN [RUN ...]`: tables from run folders.
 
-Each run folder's results.json names its mode; runs are grouped by mode and handed to
-that mode's reporter (`REPORTERS` in the package). The likelihood reporter makes Table 3:
+Each run folder (the run format: run.json, results.json, items.jsonl) names
+chronologic's own results file among its extras, chronologic.json, whose "mode" picks the
+reporter; runs are grouped by mode and handed to that mode's reporter (`REPORTERS` in the package). The likelihood reporter makes Table 3:
 models sorted by Brier score (lower is better), accuracy per group, with 95% intervals.
 """
 
@@ -15,17 +16,26 @@ from histbench.core.markdown import code_span, escape_markdown
 from histbench.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
-RESULTS_NAME = "results.json"
+from .files import OWN_NAME
 
 
 def load_results(run_dir: Path) -> dict:
-    path = Path(run_dir) / RESULTS_NAME if Path(run_dir).is_dir() else Path(run_dir)
+    """chronologic's own results of a run folder (its chronologic.json, found through the
+    run folder's run.json; a folder written before the run format is refused with the
+    command that converts it), or of a chronologic.json given as a file."""
+    run_dir = Path(run_dir)
+    if run_dir.is_dir():
+        from . import EVALUATOR
+
+        path = EVALUATOR.open_run(run_dir).extra(OWN_NAME)
+    else:
+        path = run_dir
     if not path.is_file():
-        raise EvalError(f"no {RESULTS_NAME} here (is the run finished? rerun its eval command to complete it)",
+        raise EvalError(f"no {OWN_NAME} here (is the run finished? rerun its eval command to complete it)",
                         file=run_dir)
     data = read_json_object(path, error=EvalError)
     if data.get("benchmark") != "chronologic":
-        raise EvalError(f"not a chronologic result (benchmark {data.get('benchmark')!r})", file=path)
+        raise EvalError(f"not a chronologic result (benchmark {data.get('benchmark')!r})", file=path, field="benchmark")
     return data
 
 

@@ -1,4 +1,5 @@
-"""Chronologic-EN run folders in the per-item viewer (histbench.eval.viewer).
+"""The items of a Chronologic-EN run folder, as items.jsonl holds them and the per-item
+viewer (histbench.eval.viewer) shows them (run_summary.py writes them):
 
 - likelihood runs (`--mode likelihood`, `--baseline random`): one item per question. The
   prompt is the context every option was scored after, as the run store holds it (rebuilt
@@ -20,48 +21,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from histbench.builders.chronologic.taxonomy import GROUP_LABELS, TYPE_LABELS
+from histbench.builders.chronologic.taxonomy import TYPE_LABELS
 from histbench.core.errors import EvalError
-from histbench.core.readers import iter_jsonl_objects, read_json_object
-from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages
+from histbench.core.readers import iter_jsonl_objects
+from histbench.eval.viewer import StoredAnswers, request_messages
 
-from .likelihood import LEDGER_NAME, RESULTS_NAME
+from .likelihood import LEDGER_NAME
 
 ABSTAIN = "insufficient information"
 GROUP_NAMES = {"cloze": "Cloze tasks", "generation": "Generation tasks", "knowledge": "Knowledge and inference"}
 OPTION_COLUMNS = (("text", "option"), ("loglik", "log-likelihood"), ("tokens", "tokens"),
                   ("mean_loglik", "mean per token"), ("probability", "softmax p"), ("gold", "released p"),
                   ("chosen", "chosen"))
-
-
-def is_run_folder(run_dir: Path) -> bool:
-    path = Path(run_dir) / RESULTS_NAME
-    if not path.is_file():
-        return False
-    try:
-        return read_json_object(path, error=EvalError).get("benchmark") == "chronologic"
-    except EvalError:
-        return False
-
-
-def view_items(run_dir: Path) -> ViewerRun:
-    run_dir = Path(run_dir)
-    if not is_run_folder(run_dir):
-        raise EvalError(f"not a Chronologic-EN run folder ({RESULTS_NAME} of benchmark chronologic is missing)", file=run_dir)
-    results = read_json_object(run_dir / RESULTS_NAME, error=EvalError)
-    mode = results.get("mode")
-    labels = {"group": GROUP_NAMES, "config": {"questions": "questions"}}
-    aliases = {"group": {g: [GROUP_LABELS[g]] for g in GROUP_LABELS}}
-    if mode == "likelihood":
-        items, notes = _likelihood_items(run_dir, results)
-        return ViewerRun("chronologic", results.get("label") or run_dir.name, run_dir, items, labels, notes,
-                         OPTION_COLUMNS, aliases)
-    if mode == "generate":
-        items, notes = _generation_items(run_dir, results)
-        return ViewerRun("chronologic", results.get("label") or run_dir.name, run_dir, items, labels, notes,
-                         aliases=aliases)
-    raise EvalError(f"a {mode!r} run has no per-item answers to view (the viewer shows likelihood and generate runs)",
-                    file=run_dir / RESULTS_NAME)
 
 
 def _questions(results: dict, run_dir: Path) -> tuple[dict[int, dict], str | None]:
@@ -107,7 +78,7 @@ def _template(results: dict, run_dir: Path):
         return PromptTemplate.load(path)
 
 
-def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
+def likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
     ledger = run_dir / LEDGER_NAME
     if not ledger.is_file():
         raise EvalError(f"the likelihood run has no {LEDGER_NAME}", file=run_dir)
@@ -176,7 +147,7 @@ def _likelihood_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
     return items, notes
 
 
-def _generation_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
+def generation_items(run_dir: Path, results: dict) -> tuple[list[dict], list[str]]:
     questions, note = _questions(results, run_dir)
     notes = [note] if note else []
     notes.append("free generation: answers are scored by the judges (--mode judge), not here (outcome: unscored)")
@@ -207,33 +178,3 @@ def _generation_items(run_dir: Path, results: dict) -> tuple[list[dict], list[st
                                       "token budget": answer.get("max_new_tokens")},
         })
     return items, notes
-
-
-def headlines(run_dir: Path):
-    """Table 3's two numbers for a likelihood run: the authors' Brier and accuracy overall
-    (bootstrap medians with 95% percentile intervals, as Table 3 quotes them); the answer
-    count for a generation run (its scores come from the judges)."""
-    from histbench.eval.report import Headline, format_ci
-    from histbench.eval.stats import BOOTSTRAP
-
-    results = read_json_object(Path(run_dir) / RESULTS_NAME, error=EvalError)
-    label = results.get("label") or Path(run_dir).name
-    if results.get("mode") == "likelihood":
-        metrics = results.get("metrics") or {}
-        out = []
-        brier = (metrics.get("brier") or {}).get("overall")
-        if brier:
-            out.append(Headline(label, "calibrated Brier (Table 3, lower is better)",
-                                format_ci(brier["median"], brier["low"], brier["high"], digits=4, method=BOOTSTRAP,
-                                          n=brier.get("n"), constant=brier.get("constant"))))
-        acc = (metrics.get("acc") or {}).get("overall")
-        if acc:
-            out.append(Headline(label, "accuracy % (Table 3 rule)",
-                                format_ci(acc["median"], acc["low"], acc["high"], digits=1, percent=True,
-                                          method=BOOTSTRAP, n=acc.get("n"), constant=acc.get("constant"))))
-        return out
-    if results.get("mode") == "generate":
-        counts = results.get("counts") or {}
-        return [Headline(label, "answers (free generation; judged separately)",
-                         f"{counts.get('questions', 0) - counts.get('empty_answers', 0):,} of {counts.get('questions', 0):,}")]
-    return []

@@ -12,6 +12,7 @@ import pytest
 from histbench.core.backends.base import Backend, LoglikelihoodResult
 from histbench.core.dataset import BuiltDataset
 from histbench.core.errors import UsageError
+from histbench.eval.chronologic import EVALUATOR
 from histbench.eval.chronologic.data import PromptTemplate
 from histbench.eval.chronologic.likelihood import REPORTERS, evaluate
 from histbench.eval.chronologic.report import run_report
@@ -43,8 +44,9 @@ def test_run_writes_results_and_ledger_and_resumes(sample_build, tmp_path):
     results = evaluate(built, backend=backend, run_dir=tmp_path / "run", n_resamples=200)
     n_options = sum(len(q["answer_strings"]) for q in built.load("questions", "test").to_list())
     assert len(backend.contexts) == n_options
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    saved = json.loads((tmp_path / "run" / "chronologic.json").read_text())
     assert saved == json.loads(json.dumps(results))
+    assert not (tmp_path / "run" / "results.json").exists()   # the run format's, written by finish_run
     assert saved["counts"]["questions"] == 24 and saved["counts"]["options"] == n_options
     assert set(saved["metrics"]["acc"]) >= {"overall", "group:cloze", "group:generation", "group:knowledge",
                                             "type:abstention"}
@@ -92,6 +94,8 @@ def test_report_sorts_by_brier(sample_build, tmp_path, capsys):
     built = BuiltDataset.open(sample_build)
     evaluate(built, baseline="random", run_dir=tmp_path / "random", n_resamples=50)
     evaluate(built, backend=TextBackend(), run_dir=tmp_path / "text", n_resamples=50)
+    for run in ("random", "text"):   # as `histbench eval` does after every run
+        EVALUATOR.finish_run(tmp_path / run)
     sections = run_report(Namespace(runs=[tmp_path / "text", tmp_path / "random"], out=tmp_path / "report",
                                     published_table3=None), REPORTERS)
     data = sections[0].data
@@ -115,8 +119,9 @@ def test_cli_modes(sample_build, tmp_path, capsys, monkeypatch):
     out = tmp_path / "cli-random"
     assert main(["eval", "chronologic", "--mode", "likelihood", "--baseline", "random",
                  "--dataset", str(sample_build), "--out", str(out), "--bootstrap", "50", "--platt-fit", "newton"]) == 0
-    saved = json.loads((out / "results.json").read_text())
+    saved = json.loads((out / "chronologic.json").read_text())
     assert saved["label"] == "random choice" and saved["options"]["platt_fit"] == "newton"
+    assert json.loads((out / "run.json").read_text())["run_format"] == 1
     assert main(["eval", "chronologic", "--mode", "anchors", "--dataset", str(sample_build)]) == 2
     assert "unknown --mode 'anchors' (available: likelihood)" in capsys.readouterr().err
     assert main(["eval", "chronologic", "--mode", "nonsense"]) == 2
@@ -132,6 +137,7 @@ def test_report_shows_the_published_table3_rows(sample_build, tmp_path, capsys):
     from histbench.cli import main
 
     evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
+    EVALUATOR.finish_run(tmp_path / "random")
     assert main(["report", "chronologic", str(tmp_path / "random"), "--published-table3", "--out", str(tmp_path / "report")]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| ") and line.endswith(("| published |", "| this run |"))]
@@ -192,6 +198,7 @@ def test_published_table3_is_on_by_default_and_can_be_left_out(sample_build, tmp
     from histbench.cli import main
 
     evaluate(BuiltDataset.open(sample_build), baseline="random", run_dir=tmp_path / "random", n_resamples=50)
+    EVALUATOR.finish_run(tmp_path / "random")
     assert main(["report", "chronologic", str(tmp_path / "random"), "--out", str(tmp_path / "report")]) == 0
     out = capsys.readouterr().out
     assert "| Talkie 1930 base | 0.1574 [0.1551, 0.1596] |" in out and "| published |" in out

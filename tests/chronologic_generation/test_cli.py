@@ -27,6 +27,13 @@ def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_
                  "--judge-option", "max_retries=0", "--anchors", str(anchors), "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
     assert "Table 4 layout" in out and "cli-candidate" in out
+    # generate, anchors and judge each leave their folder in the run format (issue 43)
+    from histbench.core.runfolder import RunFolder
+
+    assert RunFolder.open(anchors).metrics[0]["id"] == "reliability/alpha"
+    judged = RunFolder.open(run)
+    assert any(m["id"].startswith("substantive/judged-") for m in judged.metrics)
+    assert any(name.startswith("judged-") for name in judged.run["files"]["extras"])
     # another partial-credit judge than the anchors' is refused
     other = chat_server(scripted_judge, model="other-judge")
     assert main(["eval", "chronologic", "--mode", "judge", *common, "--run", str(run), "--judge", judge.spec(),
@@ -44,8 +51,10 @@ def test_generate_anchors_judge_report_from_the_command_line(sample_build, chat_
     scores = data["Free generation (Table 4, Table 7)"]
     assert set(next(iter(scores.values()))["substantive"]["groups"]) == {"cloze", "generation", "knowledge"}
     # a folder holding another mode's run is not overwritten by generation
-    (tmp_path / "lik").mkdir()
-    (tmp_path / "lik" / "results.json").write_text(json.dumps({"benchmark": "chronologic", "mode": "likelihood"}))
-    assert main(["eval", "chronologic", "--mode", "generate", *common, "--model", candidate.spec(),
-                 "--out", str(tmp_path / "lik")]) == 2
-    assert "its own --out folder" in capsys.readouterr().err
+    # (chronologic.json, or results.json in a folder written before the run format)
+    for name in ("chronologic.json", "results.json"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / name).write_text(json.dumps({"benchmark": "chronologic", "mode": "likelihood"}))
+        assert main(["eval", "chronologic", "--mode", "generate", *common, "--model", candidate.spec(),
+                     "--out", str(tmp_path / name)]) == 2
+        assert "its own --out folder" in capsys.readouterr().err

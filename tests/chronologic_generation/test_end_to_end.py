@@ -325,3 +325,58 @@ def test_wrong_context_frames_follow_the_authors_groups(built, chat_server, tmp_
     assert sum(n != d for n, d in donor.items()) >= 20
     moved = [n for n, d in donor.items() if n != d and questions[n].reasoning_type != questions[d].reasoning_type]
     assert moved  # unlike the per-type permutation, types mix within a group
+
+
+def test_run_folders_in_the_run_format(judged, tmp_path):
+    """Issue 43: a judged generation run and an anchors folder get run.json, results.json and
+    items.jsonl (as `histbench eval` writes them after every run); the judges' scores are
+    metrics of the judged folder's system, the answer count the headline."""
+    import shutil
+
+    from histbench.core.runfolder import RunFolder, validate
+    from histbench.eval.chronologic import EVALUATOR
+
+    run = tmp_path / "run"
+    shutil.copytree(judged["run_dir"], run)
+    assert EVALUATOR.is_own_folder(run)
+    EVALUATOR.finish_run(run)
+    folder = RunFolder.open(run, benchmark="chronologic")
+    for number, line in enumerate((run / "records.jsonl").read_text().splitlines(), 1):
+        validate("record", json.loads(line), run / "records.jsonl", row=number)
+    assert folder.run["model"] == judged["result"]["model"]["spec"] and folder.run["baseline"] is None
+    assert folder.results["signature"] == judged["result"]["signature"]["text"]
+    judged_folder = judged_dir(run, judged["judge"].spec).name
+    assert set(folder.run["files"]["extras"]) == {"chronologic.json", judged_folder}
+    assert folder.run["viewer"]["labels"]["system"] == {judged_folder: f"judge {judged['judge'].spec}"}
+    metrics = {m["id"]: m for m in folder.metrics}
+    empty = judged["result"]["counts"]["empty_answers"]
+    assert metrics["answers"]["estimate"] == 24 - empty and metrics["answers"]["headline"]
+    assert [m["id"] for m in folder.metrics if m["headline"]] == ["answers"]
+    scores = judged["scored"]["scores"]
+    for g in ("cloze", "generation", "knowledge"):
+        metric = metrics[f"substantive/{judged_folder}/group:{g}"]
+        cell = scores["groups"][g]
+        assert metric["estimate"] == cell["estimate"] and metric["interval"] == [cell["low"], cell["high"]]
+        assert metric["system"] == judged_folder and metric["unit"] == "points" and metric["n"] == cell["n"]
+    assert metrics[f"substantive/{judged_folder}/channel:pass_fail"]["estimate"] == scores["channels"]["pass_fail"]["estimate"]
+    assert metrics[f"substantive/{judged_folder}/overall"]["estimate"] == scores["overall"]["estimate"]
+    assert len(folder.items) == 24 and {i["outcome"] for i in folder.items} <= {"unscored", "invalid"}
+    assert sum(i["outcome"] == "invalid" for i in folder.items) == empty
+    assert all(i["messages"][0]["role"] == "system" for i in folder.items if i["outcome"] == "unscored")
+    # the judge mode's run folder is the generation run: `histbench eval` finishes it after judging
+    from argparse import Namespace
+
+    assert EVALUATOR.run_folder(Namespace(mode="judge", run=run, out=None)) == run
+    assert EVALUATOR.run_folder(Namespace(mode="self-rejection", run=run, out=None)) == run
+    assert EVALUATOR.run_folder(Namespace(mode="generate", run=None, out=run)) == run
+
+    anchors = tmp_path / "anchors"
+    shutil.copytree(judged["anchors_dir"], anchors)
+    EVALUATOR.finish_run(anchors)
+    folder = EVALUATOR.open_run(anchors)
+    metrics = {m["id"]: m for m in folder.metrics}
+    pooled = judged["anchors"]["reliability"]["pooled"]
+    assert metrics["reliability/alpha"]["estimate"] == pooled["alpha_pooled"] == 0.0
+    assert metrics["calibration/slope"]["estimate"] == judged["anchors"]["calibration"]["slope"]
+    assert {"anchors.json", "anchors.csv", "calibration.csv"} <= set(folder.run["files"]["extras"])
+    assert folder.items == [] and folder.label == "anchors"

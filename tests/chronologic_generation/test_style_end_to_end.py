@@ -181,3 +181,15 @@ def test_style_scores_of_a_generation_run(style_world, built, chat_server, tmp_p
 
     text = generation_markdown(collect(run_dir, G.read_generation(run_dir)))
     assert f"{fidelity['estimate']:.1f}" in text
+    # the run format (issue 43): the style scores are metrics of the run folder
+    from histbench.eval.chronologic import EVALUATOR
+
+    EVALUATOR.finish_run(run_dir)
+    folder = EVALUATOR.open_run(run_dir)
+    metrics = {m["id"]: m for m in folder.metrics}
+    assert metrics["style/date_fidelity"]["estimate"] == again["scores"]["date_fidelity"]["estimate"]
+    assert metrics["style/date_fidelity"]["interval"] == [again["scores"]["date_fidelity"]["low"],
+                                                          again["scores"]["date_fidelity"]["high"]]
+    assert metrics["style/human_authenticity"]["n"] == authenticity["n"]
+    assert metrics["style/error_years"]["higher_is_better"] is None
+    assert any(name.startswith("style-") for name in folder.run["files"]["extras"])

@@ -45,8 +45,8 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
     assert run.path == Path("runs/chronologic/likelihood-random")   # the command's default run folder
     assert run.label == "random choice"
     assert run.signature.startswith("histbench:") and "|model:baseline:random|" in run.signature
-    assert [r["question_number"] for r in run.records] == sorted(questions["question_number"])
-    assert run.metrics["acc"]["overall"]["n"] == 24 and 0 <= run.metrics["brier"]["overall"]["estimate"] <= 1
+    assert [int(r["id"]) for r in run.records] == sorted(questions["question_number"])
+    assert run.metrics["acc/overall"]["n"] == 24 and 0 <= run.metrics["brier/overall"]["estimate"] <= 1
     assert len(run.to_pandas()) == 24 and json.dumps(run.to_json())
     assert histbench.results("chronologic", run.path).metrics == run.metrics
 
@@ -59,7 +59,7 @@ def test_a_notebook_session_on_chronologic(notebook, capsys):
     assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "200", "--dataset", str(folder),
                  "--out", "runs/cli"]) == 0
     cli = json.loads(Path("runs/cli/results.json").read_text())
-    assert cli["metrics"] == run.metrics and cli["signature"]["text"] == run.signature
+    assert {m["id"]: m for m in cli["metrics"]} == run.metrics and cli["signature"] == run.signature
 
 
 def test_inputs_are_keyword_arguments_named_by_role(notebook):

@@ -92,7 +92,7 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
     assert main(["eval", "mher", "--baseline", "table2", "--out", "runs/mh"]) == 0
     # (chronologic's bootstrap cut to 50 resamples here: it takes ~25 s CPU at the default 1,000)
     assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--out", "runs/cl"]) == 0
-    for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "results.json")):
+    for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "chronologic.json")):
         info = json.loads((sample_builds / "runs" / run / file).read_text())
         assert Path(info["dataset"]["path"]).resolve().parent == (sample_builds / "build").resolve(), run
     italian = json.loads((sample_builds / "runs" / "it" / "results.json").read_text())
@@ -140,7 +140,7 @@ def test_label_names_the_run_in_every_evaluator(sample_builds, monkeypatch):
     monkeypatch.chdir(sample_builds)
     assert main(["eval", "chronologic", "--baseline", "random", "--bootstrap", "50", "--label", "coin",
                  "--out", "runs/coin"]) == 0
-    assert json.loads(Path("runs/coin/results.json").read_text())["label"] == "coin"
+    assert json.loads(Path("runs/coin/chronologic.json").read_text())["label"] == "coin"
     assert main(["eval", "italian", "--baseline", "random", "--label", "dice", "--out", "runs/dice"]) == 0
     assert json.loads(Path("runs/dice/results.json").read_text())["model"] == "dice"
     assert main(["eval", "chronoculture", "--baseline", "uniform", "--label", "flat"]) == 0

@@ -258,7 +258,7 @@ def test_the_api_extra_scores_a_chat_model_without_torch(linked_env, tmp_path, c
     result = _histbench(venv, "eval", "chronologic", "--mode", "generate", "--model", server.spec(), "--limit", "3",
                         "--dataset", "build/chronologic-1.0.0", "--out", "runs/chat", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    answers = json.loads((tmp_path / "runs" / "chat" / "results.json").read_text())["answers"]
+    answers = json.loads((tmp_path / "runs" / "chat" / "chronologic.json").read_text())["answers"]
     assert [a["answer"] for a in answers] == ["A plausible period answer."] * 3
     result = _histbench(venv, "eval", "chronologic", "--model", "hf:gpt2", "--dataset", "build/chronologic-1.0.0",
                         "--out", "runs/local", cwd=tmp_path)

@@ -103,7 +103,7 @@ def test_the_readme_examples_run_in_a_fresh_environment(venv_with_torch, histben
             assert done.returncode == 0, done.stderr[-3000:]
             assert "histbench:" in done.stdout  # the printed signature
     assert (work / "reports" / "chronologic" / "index.html").is_file()
-    assert json.loads((work / "runs" / "random" / "results.json").read_text())["counts"]["questions"] == 24
+    assert json.loads((work / "runs" / "random" / "chronologic.json").read_text())["counts"]["questions"] == 24
 
     others = [words for section, language, code in blocks if language == "bash" and section != RUNNABLE
               for words in commands(code) if words[0] == "histbench"]  # not pip, make: the install, the clone's targets

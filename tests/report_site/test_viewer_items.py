@@ -23,7 +23,7 @@ def _items(run_dir: Path):
 def test_chronologic_random_baseline_items(sample_runs):
     run_dir = sample_runs["chronologic"][0]
     run = _items(run_dir)
-    results = json.loads((run_dir / "results.json").read_text())
+    results = json.loads((run_dir / "chronologic.json").read_text())
     assert len(run.items) == results["counts"]["questions"] == 24
     assert sum(len(i["options"]) for i in run.items) == results["counts"]["options"]
     # the baseline's expected accuracy 1/n is neither right nor wrong
@@ -57,9 +57,12 @@ def test_a_model_s_tied_top_options_say_how_the_tie_was_broken(sample_runs, tmp_
 
     run_dir = tmp_path / "run"
     shutil.copytree(sample_runs["chronologic"][0], run_dir)
-    results = json.loads((run_dir / "results.json").read_text())
+    results = json.loads((run_dir / "chronologic.json").read_text())
     results["model"] = {"spec": "hf:some-model"}
-    (run_dir / "results.json").write_text(json.dumps(results))
+    (run_dir / "chronologic.json").write_text(json.dumps(results))
+    from histbench.eval.chronologic import EVALUATOR
+
+    EVALUATOR.finish_run(run_dir)
     item = _items(run_dir).items[0]
     n = len(item["options"])
     assert [o["chosen"] for o in item["options"]] == [True] + [False] * (n - 1)
@@ -181,7 +184,7 @@ def test_chronologic_chart_legend_is_clear_of_the_bars(sample_runs, tmp_path, le
     """Issue 20: legends never cover data (the chart's legend sat in the axes, over the bars)."""
     from histbench.eval.chronologic.demo import accuracy_figure
 
-    results = json.loads((sample_runs["chronologic"][0] / "results.json").read_text())
+    results = json.loads((sample_runs["chronologic"][0] / "chronologic.json").read_text())
     accuracy_figure([results, {**results, "label": "another"}], tmp_path / "chart.png")
     assert legends_checked
 
