@@ -3,8 +3,9 @@
     .venv/bin/python bench/demo_cost.py [--benchmark mher] [--rounds 3]
 
 Builds the benchmark's bundled sample and runs its demo part once (`histbench demo --only
-BENCHMARK`'s scoring step, not timed), then times the demo's next step, a per-item viewer
-and the headline numbers of every run (`site_runs`), in interleaved rounds:
+BENCHMARK`'s scoring step, not timed), then times the demo's next steps, the run format's
+files of every run (`finish_run`, which reads the build to show each item's prompt) and a
+per-item viewer and the headline numbers of every run (`site_runs`), in interleaved rounds:
 
   before  the previous path: every call of `load_build_config` loads the config again
           with `datasets.load_dataset` (nothing kept in the process) and parses the
@@ -80,6 +81,8 @@ def main() -> None:
                         yaml.CSafeLoader = c_loader
                 site = root / f"site-{name}-{k}"
                 wall, cpu = time.perf_counter(), time.process_time()
+                for run_dir in run_dirs:
+                    evaluator.finish_run(run_dir)
                 runs = site_runs(evaluator, run_dirs, site, Path("viewer") / args.benchmark)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                 times[name].append((cpu, wall))
@@ -88,6 +91,7 @@ def main() -> None:
                 if k == 0:
                     pages[name] = sorted(p.relative_to(site).as_posix() + ":" + p.read_text(encoding="utf-8")
                                          for p in site.rglob("*") if p.is_file())
+                    pages[name] += [(Path(r) / "items.jsonl").read_text(encoding="utf-8") for r in run_dirs]
                     pages[name + "-headlines"] = [repr([r.headlines for r in runs])]
         if c_loader is not None:
             yaml.CSafeLoader = c_loader

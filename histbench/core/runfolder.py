@@ -369,10 +369,18 @@ def headline_metrics(metrics: Iterable[Mapping]) -> list[Mapping]:
     return [m for m in metrics if m.get("headline")]
 
 
-def format_metric(metric: Mapping, digits: int = 1) -> str:
+#: decimals shown per unit: a proportion as a percentage with one; a score of its own scale
+#: (a Brier score, a Spearman correlation, a bias) with three
+DIGITS = {"proportion": 1, "percent": 1, "points": 3, "count": 0}
+
+
+def format_metric(metric: Mapping, digits: int | None = None) -> str:
     """"54.2 [48.0, 60.1] (Wilson, n=200)": proportions in percent, a zero-width interval in
-    words (histbench.core.markdown.format_ci)."""
+    words (histbench.core.markdown.format_ci); digits default by unit (DIGITS)."""
     from histbench.core.markdown import format_ci
+
+    if digits is None:
+        digits = DIGITS.get(str(metric.get("unit")), 3)
 
     interval = metric.get("interval") or (None, None)
     text = format_ci(metric.get("estimate"), interval[0], interval[1], digits=digits,
