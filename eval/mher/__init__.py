@@ -12,7 +12,8 @@ methods, DEV-only fitting), embeddings.py (local and /embeddings API models), sy
 metrics.py (metrics and statistics), analysis.py (Tables 3-7 numbers), figures.py
 (Figures 2-4), coding.py (Table 7's person-coded categories), run_summary.py (a run folder
 in the run format: run.json, results.json, items.jsonl; viewer.py its items), report.py
-(`histbench report mher`), demo.py (`make demo`). Only this light module is imported by the CLI at start-up.
+(`histbench report mher`), demo.py (`make demo`). Only this light module is imported by
+the CLI at start-up.
 """
 
 from __future__ import annotations
