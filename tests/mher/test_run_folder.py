@@ -163,6 +163,12 @@ def test_a_model_run_and_a_zero_width_cluster_interval(sample_build, chat_server
     assert cluster["estimate"] == 0.0 and cluster["interval"] == [0.0, 0.0] and cluster["constant"] is True
     thinning = metrics["flat/paired/test/entity_robustness/one_pair_per_entity"]
     assert thinning["interval"] == [0.0, 0.0] and thinning["constant"] is True
+    # the report reads the new folder through its run.json and says so in Table 6 too
+    report = tmp_path / "report"
+    assert main(["report", "mher", str(out), "--out", str(report), "--resamples", "200", "--thinning", "20"]) == 0
+    row = next(line for line in (report / "index.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| flat | +0.00 |"))
+    assert row.count("(every resample 0.00)") == 2 and "95% of resamples" not in row
 
 
 def test_a_partial_run_is_summarised_on_what_it_answered(sample_build, chat_server, tmp_path):
