@@ -10,8 +10,10 @@ Modules: protocol.py (prompts, JSON contract, action rule), baselines.py (Table 
 methods, DEV-only fitting), embeddings.py (local and /embeddings API models), systems.py
 (deterministic reference systems for every condition), run.py (`histbench eval mher`),
 metrics.py (metrics and statistics), analysis.py (Tables 3-7 numbers), figures.py
-(Figures 2-4), coding.py (Table 7's person-coded categories), report.py (`histbench report
-mher`), demo.py (`make demo`). Only this light module is imported by the CLI at start-up.
+(Figures 2-4), coding.py (Table 7's person-coded categories), run_summary.py (a run folder
+in the run format: run.json, results.json, items.jsonl; viewer.py its items), report.py
+(`histbench report mher`), demo.py (`make demo`). Only this light module is imported by
+the CLI at start-up.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from histbench.eval.plugin import BenchmarkEvaluator
 
 class MherEvaluator(BenchmarkEvaluator):
     name = "mher"
-    viewer_module = f"{__name__}.viewer"
+    run_module = f"{__name__}.run_summary"
 
     def add_eval_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .run import add_eval_arguments
@@ -35,11 +37,6 @@ class MherEvaluator(BenchmarkEvaluator):
         from .run import run_eval
 
         run_eval(args)
-
-    def results(self, run_dir: Path):
-        from .results import run_results
-
-        return run_results(run_dir)
 
     def add_report_arguments(self, parser: argparse.ArgumentParser) -> None:
         from .report import add_report_arguments

@@ -7,7 +7,10 @@ A run folder (from `histbench eval mher`) contains
     mher_predictions.jsonl   one line per (system, condition, split, item): probabilities
                              over same/different/ambiguous, the action, validity, the
                              rationale and the run-store key of the raw response
-    records.jsonl, run.json  (model runs) the run store: every raw response, kept as sent
+    records.jsonl            (model runs) the run store: every raw response, kept as sent
+    run.json, results.json,  the run format (histbench.core.runfolder), written from these
+    items.jsonl              files after each evaluation (run_summary.py); a model run's
+                             run.json is also its run store's
 
 Gold labels are never written into predictions: the report joins them from the build.
 """
@@ -139,9 +142,12 @@ class Run:
         return list(seen)
 
 
-def read_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path, info_path: Path | None = None, pred_path: Path | None = None) -> Run:
+    """MHER's own files of a run folder (by default RUN_FILE and PREDICTIONS_FILE in it;
+    the report passes the paths its run.json names)."""
     run_dir = Path(run_dir)
-    info_path, pred_path = run_dir / RUN_FILE, run_dir / PREDICTIONS_FILE
+    info_path = Path(info_path) if info_path else run_dir / RUN_FILE
+    pred_path = Path(pred_path) if pred_path else run_dir / PREDICTIONS_FILE
     if not info_path.is_file() or not pred_path.is_file():
         raise EvalError(f"not an MHER run folder (needs {RUN_FILE} and {PREDICTIONS_FILE}; "
                         "run `histbench eval mher` first)", file=run_dir)

@@ -22,7 +22,8 @@ Encodings: gold 0 = same, 1 = different (binary core); action 0 = same, 1 = diff
   Estimator `draw-weighted`: an item weighs the mean draw count of its distinct persons (a
   different pair is shared half and half), a cluster bootstrap that keeps multiplicity and
   reduces to the pair-level gain when every person is drawn once. All gains (one column per
-  model) share the same person draws.
+  model) share the same person draws. Each result says whether every resample gave the
+  same gain (`constant`), so a zero-width interval is known to be exact.
 - one-pair-per-entity thinning: repeated random maximal subsets in which no person occurs
   in two items; the gain on each subset.
 - leave-one-entity-out: the gain after removing every item that involves one person.
@@ -223,7 +224,8 @@ def cluster_bootstrap(values, entities: Sequence[Sequence[str]], n_resamples: in
     estimate = matrix.mean(axis=0)
     boot_mean = np.nanmean(samples, axis=0)
     results = [{"estimate": float(estimate[j]), "bootstrap_mean": float(boot_mean[j]), "low": float(low[j]),
-                "high": float(high[j]), "entities": e, "estimator": estimator} for j in range(k)]
+                "high": float(high[j]), "entities": e, "estimator": estimator,
+                "constant": stats.all_equal(samples[:, j])} for j in range(k)]
     return results[0] if single else results
 
 
@@ -250,7 +252,7 @@ def one_pair_per_entity(values, entities: Sequence[Sequence[str]], repetitions: 
         sizes[r] = len(chosen)
     low, high = stats.percentile_interval(estimates, level)
     return {"mean": float(estimates.mean()), "low": float(low), "high": float(high), "mean_items": float(sizes.mean()),
-            "repetitions": repetitions}
+            "repetitions": repetitions, "constant": stats.all_equal(estimates)}
 
 
 def leave_one_entity_out(values, entities: Sequence[Sequence[str]]) -> dict:

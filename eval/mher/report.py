@@ -188,8 +188,8 @@ def table6(models: dict) -> str:
             continue
         cb, th, loo = rob["cluster_bootstrap"], rob["thinning"], rob["leave_one_entity_out"]
         rows.append({"Model": escape_markdown(label), "Pair gain (pp)": signed(rob["pair_gain"]),
-                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} {bounds(cb['low'], cb['high'])}",
-                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} {bounds(th['low'], th['high'])}",
+                     "Cluster boot. mean [95% CI]": f"{signed(cb['bootstrap_mean'])} {bounds(cb['low'], cb['high'], cb.get('constant'))}",
+                     "One pair per entity: mean [95%]": f"{signed(th['mean'])} {bounds(th['low'], th['high'], th.get('constant'))}",
                      "LOO range (pp)": f"{pct(loo['min'])}–{pct(loo['max'])}",
                      "Entities (repeated)": f"{cb['entities']} ({rob['repeated_entities']})"})
     return markdown_table(rows, ["Model", "Pair gain (pp)", "Cluster boot. mean [95% CI]",
@@ -485,8 +485,19 @@ def build_sections(bench: Bench, runs: list[Run], out_dir: Path, resamples: int,
     return sections, data
 
 
+def open_run(path: Path) -> Run:
+    """A run folder of the run format (an older one is refused with the command that
+    converts it), read through the files its run.json names."""
+    from histbench.core.runfolder import RunFolder
+
+    from .data import PREDICTIONS_FILE, RUN_FILE
+
+    folder = RunFolder.open(Path(path), benchmark="mher")
+    return read_run(folder.path, folder.extra(RUN_FILE), folder.extra(PREDICTIONS_FILE))
+
+
 def run_report(args: argparse.Namespace) -> None:
-    runs = [read_run(path) for path in args.runs]
+    runs = [open_run(path) for path in args.runs]
     dataset = args.dataset or (runs[0].info.get("dataset") or {}).get("path")
     if not dataset:
         raise EvalError("the run does not record its dataset; pass --dataset")

@@ -1,4 +1,4 @@
-"""MHER run folders in the per-item viewer (histbench.eval.viewer).
+"""The items of an MHER run folder (items.jsonl, what the per-item viewer shows).
 
 One item per prediction of mher_predictions.jsonl (system x condition x split x pair);
 config: the condition; group: the split (DEV / TEST); system: the baseline, reference
@@ -14,12 +14,9 @@ the gold label.
 
 from __future__ import annotations
 
-from pathlib import Path
+from histbench.eval.viewer import StoredAnswers, request_messages, response_text
 
-from histbench.core.errors import EvalError
-from histbench.eval.viewer import StoredAnswers, ViewerRun, request_messages, response_text
-
-from .data import PREDICTIONS_FILE, RUN_FILE, Bench
+from .data import Bench, Run
 
 CONDITION_LABELS = {"name_only": "Name-only", "context_only": "Context-only", "source_grounded": "Source-grounded",
                     "shuffled_a": "Shuffled A", "shuffled_b": "Shuffled B", "shuffled_c": "Shuffled C",
@@ -51,10 +48,6 @@ def system_labels(systems: dict) -> tuple[dict[str, str], dict[str, list[str]]]:
     return labels, aliases
 
 
-def is_run_folder(run_dir: Path) -> bool:
-    return (Path(run_dir) / RUN_FILE).is_file() and (Path(run_dir) / PREDICTIONS_FILE).is_file()
-
-
 def _attestation(side: dict | None) -> str:
     if not isinstance(side, dict):
         return ""
@@ -64,19 +57,9 @@ def _attestation(side: dict | None) -> str:
     return text
 
 
-def view_items(run_dir: Path) -> ViewerRun:
-    from histbench.core.dataset import BuiltDataset
-
-    from .data import load_bench, read_run
-
-    run = read_run(run_dir)
-    dataset = (run.info.get("dataset") or {}).get("path")
-    if not dataset:
-        raise EvalError("the run does not record its dataset", file=run.path / RUN_FILE)
-    bench = load_bench(BuiltDataset.open(dataset, benchmark="mher"))
-    recorded = (run.info.get("dataset") or {}).get("data_sha256")
-    if recorded and recorded != bench.identity.get("data_sha256"):
-        raise EvalError(f"the run was made on dataset data {recorded[:12]}, not on {dataset}", file=run.path)
+def run_items(run: Run, bench: Bench) -> tuple[list[dict], dict, dict, list[str]]:
+    """(items, labels, aliases, notes) of a run: one item per prediction, in the run's
+    order, and how the viewer names its conditions, splits and systems."""
     records: dict[tuple[str, str, str], dict] = {}
     for condition, splits in bench.records.items():
         if condition == "entities":
@@ -127,28 +110,4 @@ def view_items(run_dir: Path) -> ViewerRun:
     # the words of the tables' column headings (Table 4: "Name", "Source")
     aliases = {"config": {"name_only": ["Name"], "context_only": ["Context"], "source_grounded": ["Source"]},
                "system": system_aliases}
-    return ViewerRun("mher", run.label, run.path, items, labels, notes, aliases=aliases)
-
-
-def headlines(run_dir: Path):
-    """Per system: accuracy on the Source-grounded TEST pairs (or its own condition's TEST
-    pairs) with the Wilson 95% interval, as Tables 2-4 quote it."""
-    from histbench.eval.report import Headline, format_ci
-    from histbench.eval.stats import WILSON
-
-    from .results import run_results
-
-    results = run_results(run_dir)
-    labels, _ = system_labels(results.info.get("systems") or {})
-    out = []
-    for system, conditions in results.metrics.items():
-        condition = "source_grounded" if "source_grounded" in conditions else next(iter(conditions))
-        cell = (conditions.get(condition) or {}).get("test") or {}
-        accuracy = cell.get("accuracy")
-        if accuracy is None:
-            continue
-        out.append(Headline(labels.get(system, system), f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST",
-                            format_ci(accuracy, cell.get("accuracy_low"), cell.get("accuracy_high"), method=WILSON,
-                                      n=cell.get("n")),
-                            estimate=accuracy, higher_is_better=True))
-    return out
+    return items, labels, aliases, notes

@@ -104,9 +104,9 @@ def test_results_of_chronoculture_and_mher_runs(notebook):
 
     mher = histbench.build("mher", sample=True)
     baselines = histbench.evaluate("mher", baseline="table2", dataset=mher, out="runs/mher-baselines")
-    exact = baselines.metrics["exact"]["name_only"]["test"]
-    assert exact["n"] == sum(1 for r in baselines.records if r["system"] == "exact" and r["split"] == "test")
-    assert 0 <= exact["accuracy_low"] <= exact["accuracy"] <= exact["accuracy_high"] <= 1
+    exact = baselines.metrics["exact/name_only/test/accuracy"]
+    assert exact["n"] == sum(1 for r in baselines.records if r["system"] == "exact" and r["group"] == "test")
+    assert 0 <= exact["interval"][0] <= exact["estimate"] <= exact["interval"][1] <= 1 and exact["method"] == "Wilson"
     assert all(r["gold"] in ("same", "different") for r in baselines.records)
     assert baselines.signature.startswith("histbench:") and "|model:baseline:table2|" in baselines.signature
 

@@ -138,9 +138,9 @@ def test_mher_table2_embedding_rows_open_their_own_items(browser, mher_site):
 
 
 def test_the_mher_card_shows_the_best_systems(browser, mher_site):
-    from histbench.eval.mher.viewer import headlines
+    from histbench.eval.mher import EVALUATOR
 
-    ranked = sorted(headlines(mher_site.parent / "baselines"), key=lambda h: -h.estimate)
+    ranked = sorted(EVALUATOR.headlines(mher_site.parent / "baselines"), key=lambda h: -h.estimate)
     assert len(ranked) == 16
     open_page(browser, file_url(mher_site / "index.html"))
     card = browser.find_element(By.CSS_SELECTOR, "#card-mher")
