@@ -134,9 +134,9 @@ def test_results_of_italian_and_valence_runs(notebook, tiny_masked_lm):
 
 
 def test_the_anchors_and_judged_file_names_are_those_the_modes_write():
-    from histbench.eval.chronologic import anchors, results, substantive
+    from histbench.eval.chronologic import anchors, run_summary, substantive
     from histbench.eval.chronologic.style import scoring
 
-    assert results.ANCHORS_NAME == anchors.ANCHORS_NAME
-    assert results.SUBSTANTIVE_NAME == substantive.SUBSTANTIVE_NAME
-    assert results.STYLE_NAME == scoring.STYLE_NAME
+    assert run_summary.ANCHORS_NAME == anchors.ANCHORS_NAME
+    assert run_summary.SUBSTANTIVE_NAME == substantive.SUBSTANTIVE_NAME
+    assert run_summary.STYLE_NAME == scoring.STYLE_NAME
