@@ -469,14 +469,14 @@ def _card(page: SitePage) -> str:
 
 
 def _best_first(headlines: list[Headline]) -> list[Headline]:
-    """A run's headlines, best first, when it has more than the card shows and each has an
-    estimate with the same direction (MHER's 16 baselines, each an accuracy); otherwise as
+    """A run's headlines, best first, when it has more than the card shows and each is the
+    same measure with an estimate (MHER's 16 baselines, each an accuracy); otherwise as
     the run gives them (the same list object)."""
     if len(headlines) <= CARD_HEADLINES:
         return headlines
     if any(h.estimate is None or h.higher_is_better is None for h in headlines) \
-            or len({h.higher_is_better for h in headlines}) != 1:
-        return headlines
+            or len({h.higher_is_better for h in headlines}) != 1 or len({h.metric for h in headlines}) != 1:
+        return headlines   # measures of different things (a run's tasks) are not ranked against each other
     sign = -1 if headlines[0].higher_is_better else 1
     return sorted(headlines, key=lambda h: sign * h.estimate)
 

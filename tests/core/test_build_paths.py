@@ -91,6 +91,16 @@ def test_report_dataset_missing(run_without_its_build, capsys, no_hub):
 
 
 def test_view_of_a_run_whose_build_is_gone_says_so(run_without_its_build, capsys, no_hub):
+    """The run format keeps each item's prompt in items.jsonl: the viewer of a finished run
+    needs no build. Converting a folder written before the format reads the build; when it
+    is gone, the page says so (and which command makes it again)."""
+    assert main(["view", "runs/random"]) == 0
+    items = (run_without_its_build / "viewer" / "items.jsonl").read_text(encoding="utf-8")
+    assert "QUESTION:" in items
+    for name in ("run.json", "results.json", "items.jsonl"):
+        (run_without_its_build / name).unlink()
+    (run_without_its_build / "chronologic.json").rename(run_without_its_build / "results.json")
+    assert main(["convert-run", "runs/random"]) == 0
     assert main(["view", "runs/random"]) == 0
     page = (run_without_its_build / "viewer" / "index.html").read_text(encoding="utf-8")
     assert "no build folder build/chronologic-1.0.0: build it with `histbench build chronologic`" in page

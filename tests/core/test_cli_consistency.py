@@ -95,7 +95,7 @@ def test_the_dataset_defaults_to_the_build_folder_everywhere(sample_builds, monk
     for run, file in (("cc", "chronoculture.json"), ("mh", "mher_run.json"), ("cl", "chronologic.json")):
         info = json.loads((sample_builds / "runs" / run / file).read_text())
         assert Path(info["dataset"]["path"]).resolve().parent == (sample_builds / "build").resolve(), run
-    italian = json.loads((sample_builds / "runs" / "it" / "results.json").read_text())
+    italian = json.loads((sample_builds / "runs" / "it" / "italian.json").read_text())
     built = json.loads((sample_builds / "build" / "italian-1.0.0" / "histbench.json").read_text())
     assert f"|data:italian@1.0.0#{built['data_sha256'][:12]}|" in italian["signature"]["text"]
 
@@ -142,7 +142,7 @@ def test_label_names_the_run_in_every_evaluator(sample_builds, monkeypatch):
                  "--out", "runs/coin"]) == 0
     assert json.loads(Path("runs/coin/chronologic.json").read_text())["label"] == "coin"
     assert main(["eval", "italian", "--baseline", "random", "--label", "dice", "--out", "runs/dice"]) == 0
-    assert json.loads(Path("runs/dice/results.json").read_text())["model"] == "dice"
+    assert json.loads(Path("runs/dice/results.json").read_text())["label"] == "dice"
     assert main(["eval", "chronoculture", "--baseline", "uniform", "--label", "flat"]) == 0
     assert json.loads(Path("runs/chronoculture-flat/chronoculture.json").read_text())["label"] == "flat"
 
@@ -153,7 +153,7 @@ def test_valence_label_and_limit(sample_builds, monkeypatch, tiny_masked_lm):
     monkeypatch.chdir(sample_builds)
     run = histbench.evaluate("valence", model=f"hf:{tiny_masked_lm}", label="tiny", limit=4, top_k=2,
                              model_option={"device": "cpu"}, out="runs/valence-tiny")
-    assert run.label == "tiny" and {r["sentence_id"] for r in run.records} == {
+    assert run.label == "tiny" and {r["id"].split(":", 1)[1] for r in run.records} == {
         r["sentence_id"] for r in histbench.load("build/valence-1.0.0", "sentences", "test").select(range(4))}
     assert main(["eval", "valence", "--model", f"hf:{tiny_masked_lm}", "--model", f"other=hf:{tiny_masked_lm}",
                  "--label", "x", "--out", "runs/two"]) == 2

@@ -246,6 +246,9 @@ def _valence_run(tmp: Path) -> Path:
             rows.append({"sentence_id": s["sentence_id"], "model": "m", "rank": rank, "token": piece, "token_id": None,
                          "word": kind.word, "kind": kind.kind, "probability": p})
     run.write_predictions(rows)
+    from histbench.eval.valence import EVALUATOR
+
+    EVALUATOR.finish_run(run.path)   # the run format's files, as `histbench eval valence` writes them
     return run.path
 
 
