@@ -127,7 +127,8 @@ class BenchmarkEvaluator(ABC):
             if metric.get("headline"):
                 run = systems.get(metric.get("system"), metric.get("system")) if metric.get("system") else folder.label
                 out.append(Headline(run, metric.get("label") or metric["metric"], format_metric(metric),
-                                    estimate=metric.get("estimate"), higher_is_better=metric.get("higher_is_better")))
+                                    estimate=metric.get("estimate"), higher_is_better=metric.get("higher_is_better"),
+                                    measure=metric["metric"]))
         return out
 
     def report_runs(self, args: argparse.Namespace) -> list[Path]:

@@ -66,6 +66,8 @@ class Headline:
     value: str
     estimate: float | None = None
     higher_is_better: bool | None = None
+    #: what is measured ("accuracy"), whatever the subset: headlines are ranked only within one
+    measure: str | None = None
 
 
 @dataclass
@@ -475,7 +477,7 @@ def _best_first(headlines: list[Headline]) -> list[Headline]:
     if len(headlines) <= CARD_HEADLINES:
         return headlines
     if any(h.estimate is None or h.higher_is_better is None for h in headlines) \
-            or len({h.higher_is_better for h in headlines}) != 1 or len({h.metric for h in headlines}) != 1:
+            or len({h.higher_is_better for h in headlines}) != 1 or len({h.measure for h in headlines}) != 1:
         return headlines   # measures of different things (a run's tasks) are not ranked against each other
     sign = -1 if headlines[0].higher_is_better else 1
     return sorted(headlines, key=lambda h: sign * h.estimate)
