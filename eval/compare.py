@@ -191,8 +191,9 @@ def write_comparison(folders: Sequence[RunFolder], out: Path, benchmark: str) ->
 # --------------------------------------------------------------------------- the leaderboard
 
 
-def _paper_rows(benchmark: str, metric: Mapping, run_models: Mapping[str, str | None]) -> list[dict]:
-    """The paper's values of the cell a headline metric reproduces: [{model, value, run}]."""
+def _paper_rows(benchmark: str, metric: Mapping, run_models: Mapping[str, Sequence[str]]) -> list[dict]:
+    """The paper's values of the cell a headline metric reproduces: [{model, value, runs}];
+    run_models: {a leaderboard row: the names it goes by (its system, its model spec)}."""
     from histbench.core.published import load_aliases, load_tables
 
     ref = metric.get("published")
@@ -204,8 +205,8 @@ def _paper_rows(benchmark: str, metric: Mapping, run_models: Mapping[str, str | 
         return []
     aliases = load_aliases(benchmark)
     matched = {}
-    for run, model in run_models.items():
-        paper_model = aliases.match(model)
+    for run, names in run_models.items():
+        paper_model = next((m for m in (aliases.match(name) for name in names) if m), None)
         if paper_model:
             matched.setdefault(paper_model, []).append(run)
     out = []
@@ -230,6 +231,7 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
     columns: list[str] = []
     rows: dict[tuple[str, str | None], dict[str, str]] = {}
     references: dict[str, Mapping] = {}
+    run_models: dict[str, list[str]] = {}
     for folder in folders:
         for metric in folder.metrics:
             if not metric.get("headline"):
@@ -239,8 +241,10 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
                 columns.append(heading)
                 references.setdefault(heading, metric)
             system = metric.get("system")
-            rows.setdefault((folder.label, _system_names(folder).get(system, system) if system else None), {})[heading] = \
-                format_metric(metric)
+            shown = _system_names(folder).get(system, system) if system else None
+            rows.setdefault((folder.label, shown), {})[heading] = format_metric(metric)
+            names = [system] if system else [folder.run.get("model") or folder.run.get("baseline") or folder.label]
+            run_models[f"{folder.label}: {shown}" if shown else folder.label] = [n for n in names if n]
     if not rows:
         return "None of these runs has a headline metric yet."
     table = []
@@ -250,7 +254,6 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
     has_system = any(system for _, system in rows)
     text = markdown_table(table if has_system else [{k: v for k, v in r.items() if k != "system"} for r in table])
     parts = [text, ""]
-    run_models = {f.label: f.run.get("model") or f.run.get("baseline") for f in folders}
     for heading in columns:
         paper = _paper_rows(benchmark, references[heading], run_models)
         if not paper:

@@ -135,7 +135,20 @@ def headline_condition(conditions) -> str:
     return "source_grounded" if "source_grounded" in conditions else next(iter(conditions))
 
 
-def cell_metrics(numbers: dict, partial: dict) -> list[Metric]:
+#: the paper's cell of a system's headline accuracy, by its condition: Table 2 holds the
+#: non-generative baselines (Name-only and Context rows), Table 3 the generative systems'
+#: Name-only accuracy, Table 4 the Source-grounded accuracy on the 108 paired TEST items
+PUBLISHED_HEADLINE = {
+    ("baselines", "name_only"): {"table": 2, "column": "accuracy", "row": "name-only"},
+    ("baselines", "context_only"): {"table": 2, "column": "accuracy", "row": "context"},
+    ("model", "name_only"): {"table": 3, "column": "accuracy", "row": None},
+    ("model", "source_grounded"): {"table": 4, "column": "source-grounded accuracy", "row": None},
+}
+
+
+def cell_metrics(numbers: dict, partial: dict, kind: str = "model") -> list[Metric]:
+    """Every cell's metrics; kind: baselines (Table 2's systems) or model (a generative or
+    reference system), which says which of the paper's tables a headline reproduces."""
     out = []
     for system, conditions in numbers.items():
         headline = headline_condition(conditions)
@@ -153,7 +166,9 @@ def cell_metrics(numbers: dict, partial: dict) -> list[Metric]:
                         interval=interval, method=WILSON if interval else None, n=cell["n"], higher_is_better=higher,
                         headline=top, system=system, config=condition,
                         label=f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST" if top else None,
-                        note=note))
+                        note=note,
+                        published=PUBLISHED_HEADLINE.get(("baselines" if kind == "baselines" else "model", condition))
+                        if top else None))
     return out
 
 
@@ -249,7 +264,7 @@ def summarise(run_dir: Path) -> RunSummary:
     bench = run_bench(run)
     items, labels, aliases, notes = run_items(run, bench)
     numbers, partial = cell_numbers(run, bench)
-    metrics = cell_metrics(numbers, partial)
+    metrics = cell_metrics(numbers, partial, run.kind)
     if run.kind != "baselines" and not partial:
         metrics += analysis_metrics(run, bench)
     backend = run.info.get("backend") or {}

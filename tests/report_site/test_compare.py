@@ -123,3 +123,29 @@ def test_several_benchmarks_are_checked_before_any_runs(tmp_path, monkeypatch, c
         _per_benchmark(["eval", "italian,,mher"])
     assert _per_benchmark(["eval", "a,b", "--out=r", "--limit", "3"]) == [
         ["eval", "a", "--out=r/a", "--limit", "3"], ["eval", "b", "--out=r/b", "--limit", "3"]]
+
+
+def test_the_leaderboard_sets_the_papers_cell_beside_the_runs(tmp_path):
+    """MHER Table 2 (6.1): a baselines run whose Levenshtein headline names the table's
+    Name-only accuracy cell gets the paper's five values of that cell, Unicode Levenshtein
+    (53.16%) marked with the run through the declared alias `levenshtein`, never guessed."""
+    from histbench.core.runfolder import Metric, RunSummary, write_run_folder
+    from histbench.eval.compare import leaderboard_markdown
+
+    cell = {"table": 2, "column": "accuracy", "row": "name-only"}
+    folders = []
+    for label, system, value in (("baselines", "levenshtein", 0.55), ("other", "my_matcher", 0.6)):
+        run_dir = tmp_path / label
+        run_dir.mkdir()
+        metric = Metric(f"{system}/name_only/test/accuracy", "accuracy", value, "proportion", (0.5, 0.7), "Wilson",
+                        316, True, headline=True, system=system, config="name_only",
+                        label="accuracy, Name-only TEST", published=cell)
+        write_run_folder(run_dir, RunSummary("mher", label, None, [metric], [
+            {"id": "p1", "system": system, "config": "name_only", "outcome": "correct"}], baseline="table2"))
+        folders.append(RunFolder.open(run_dir))
+    text = leaderboard_markdown("mher", folders)
+    assert r"| baselines | levenshtein | 55.0 \[50.0, 70.0\] (Wilson, n=316) |" in text
+    assert "Table 2, accuracy, name-only" in text
+    assert "| Unicode Levenshtein | 53.16% | baselines: levenshtein |" in text
+    assert "| Exact normalized match | 48.42% |  |" in text
+    assert "Gemini Embedding 2 | 64.87%" in text and "76.85" not in text   # the Context row is another cell
