@@ -42,8 +42,12 @@ def own_path(run_dir: str | Path) -> Path | None:
 def read_own(run_dir: str | Path, what: str = "run") -> dict:
     """chronologic's own results of a run folder (see `own_path`); an EvalError naming the
     folder when it has none or the file is not chronologic's."""
-    path = own_path(run_dir)
-    if path is None:
+    return read_own_file(own_path(run_dir), run_dir, what)
+
+
+def read_own_file(path: Path | None, run_dir: str | Path, what: str = "run") -> dict:
+    """chronologic's own results from `path` (None or missing: an EvalError naming `run_dir`)."""
+    if path is None or not Path(path).is_file():
         raise EvalError(f"no {OWN_NAME} here (is the {what} finished? rerun its eval command to complete it)",
                         file=run_dir)
     data = read_json_object(path, error=EvalError)

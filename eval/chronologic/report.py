@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, GROUPS, REASONING_TYPES, TYPE_LABELS
-from histbench.core.errors import EvalError, UsageError
+from histbench.core.errors import UsageError
 from histbench.core.markdown import code_span, escape_markdown
-from histbench.core.readers import read_json_object
 from histbench.eval.report import ReportSection, markdown_table
 
-from .files import OWN_NAME
+from .files import OWN_NAME, read_own_file
 
 
 def load_results(run_dir: Path) -> dict:
@@ -30,13 +29,7 @@ def load_results(run_dir: Path) -> dict:
         path = EVALUATOR.open_run(run_dir).extra(OWN_NAME)
     else:
         path = run_dir
-    if not path.is_file():
-        raise EvalError(f"no {OWN_NAME} here (is the run finished? rerun its eval command to complete it)",
-                        file=run_dir)
-    data = read_json_object(path, error=EvalError)
-    if data.get("benchmark") != "chronologic":
-        raise EvalError(f"not a chronologic result (benchmark {data.get('benchmark')!r})", file=path, field="benchmark")
-    return data
+    return read_own_file(path, run_dir)
 
 
 def run_report(args, reporters: dict) -> list[ReportSection]:

@@ -50,7 +50,7 @@ from typing import Any
 
 from histbench.core.atomic import write_text_atomic
 from histbench.core.errors import EvalError
-from histbench.core.readers import read_json_object
+from histbench.core.readers import iter_jsonl_objects, read_json_object
 from histbench.core.secrets import scrub_text
 
 RUN_FORMAT = 1
@@ -349,17 +349,7 @@ class RunFolder:
         validate("results", results, run_dir / RESULTS_FILE)
         items = []
         path = run_dir / ITEMS_FILE
-        try:
-            lines = path.read_text(encoding="utf-8").split("\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise EvalError(f"cannot read the items: {exc}", file=path) from exc
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except ValueError as exc:
-                raise EvalError(f"not JSON: {exc}", file=path, row=number) from exc
+        for number, item in iter_jsonl_objects(path, error=EvalError):
             validate("item", item, path, row=number)
             items.append(item)
         return cls(run_dir, run, results, items)
