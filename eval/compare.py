@@ -233,6 +233,8 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
     references: dict[str, Mapping] = {}
     run_models: dict[str, list[str]] = {}
     for folder in folders:
+        # a run of one system is named by the run alone (a reference run's system is the run)
+        single = len({m.get("system") for m in folder.metrics if m.get("headline")}) == 1
         for metric in folder.metrics:
             if not metric.get("headline"):
                 continue
@@ -241,7 +243,7 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
                 columns.append(heading)
                 references.setdefault(heading, metric)
             system = metric.get("system")
-            shown = _system_names(folder).get(system, system) if system else None
+            shown = _system_names(folder).get(system, system) if system and not single else None
             rows.setdefault((folder.label, shown), {})[heading] = format_metric(metric)
             names = [system] if system else [folder.run.get("model") or folder.run.get("baseline") or folder.label]
             run_models[f"{folder.label}: {shown}" if shown else folder.label] = [n for n in names if n]
@@ -252,7 +254,9 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
         table.append({"run": escape_cell(run), "system": escape_cell(system or ""),
                       **{escape_cell(c): escape_cell(cells.get(c, "")) for c in columns}})
     has_system = any(system for _, system in rows)
-    text = markdown_table(table if has_system else [{k: v for k, v in r.items() if k != "system"} for r in table])
+    if not has_system:
+        table = [{k: v for k, v in r.items() if k != "system"} for r in table]
+    text = markdown_table(table, align=("ll" if has_system else "l") + "r" * len(columns))
     parts = [text, ""]
     for heading in columns:
         paper = _paper_rows(benchmark, references[heading], run_models)
@@ -263,6 +267,7 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
                   f"{escape_markdown(ref['column'])}{', ' + escape_markdown(ref['row']) if ref.get('row') else ''}; "
                   f"section {escape_markdown(paper[0]['section'])}):", ""]
         parts.append(markdown_table([{"paper model": escape_cell(p["model"]), "value": escape_cell(p["value"]),
-                                      "the same model in": escape_cell(", ".join(p["runs"]))} for p in paper]))
+                                      "the same model in": escape_cell(", ".join(p["runs"]))} for p in paper],
+                                    align="lrl"))
         parts.append("")
     return "\n".join(parts).strip() + "\n"

@@ -661,18 +661,19 @@ def run_report(evaluator: BenchmarkEvaluator, args: argparse.Namespace) -> None:
             _SITE.reset(token)
 
 
-def compared_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path) -> list[ReportSection]:
+def compared_runs(evaluator: BenchmarkEvaluator, run_dirs: Sequence[Path], site_root: Path,
+                  compare_dir: Path = Path("compare")) -> list[ReportSection]:
     """With two runs or more: the leaderboard section, and the side-by-side item view
-    (site_root/compare/index.html) it links to (histbench.eval.compare)."""
+    (site_root/compare_dir/index.html) it links to (histbench.eval.compare)."""
     from histbench.eval.compare import leaderboard_markdown, write_comparison
 
     if len(run_dirs) < 2:
         return []
     folders = [evaluator.open_run(Path(run_dir)) for run_dir in run_dirs]
-    write_comparison(folders, site_root / "compare", evaluator.name)
+    write_comparison(folders, site_root / compare_dir, evaluator.name)
     text = (leaderboard_markdown(evaluator.name, folders)
             + "\nEvery item of these runs side by side, with a filter for the items on which they disagree: "
-              "[the run comparison](compare/index.html).\n")
+              f"[the run comparison]({(compare_dir / 'index.html').as_posix()}).\n")
     data = {"runs": [{"label": f.label, "metrics": [m for m in f.metrics if m.get("headline")]} for f in folders]}
     return [ReportSection("Leaderboard", text, data=data)]
 

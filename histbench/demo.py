@@ -148,7 +148,7 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
     from histbench.builders.machinery.build import run_build
     from histbench.builders.machinery.validate import validate_build
     from histbench.core.progress import Steps
-    from histbench.eval.report import ReportSection, SitePage, site_runs, write_site
+    from histbench.eval.report import ReportSection, SitePage, compared_runs, site_runs, write_site
 
     out_root = work_root.parent
     pages: list[SitePage] = []
@@ -177,6 +177,8 @@ def _demo_site(builders, evaluators, report_dir: Path, work_root: Path) -> Path:
                         evaluator.finish_run(run_dir)
                 with steps(f"{name}: a per-item viewer for each of {len(scored.runs)} run(s)"):
                     runs = site_runs(evaluator, scored.runs, report_dir, Path("viewer") / name)
+                with steps(f"{name}: the leaderboard and the runs side by side"):
+                    sections[:0] = compared_runs(evaluator, scored.runs, report_dir, Path("compare") / name)
         pages.append(SitePage(name, f"{builder.title} ({name} {builder.version})", sections, built=_built_line(folder),
                               runs=runs))
     intro = (

@@ -144,8 +144,28 @@ def test_the_leaderboard_sets_the_papers_cell_beside_the_runs(tmp_path):
             {"id": "p1", "system": system, "config": "name_only", "outcome": "correct"}], baseline="table2"))
         folders.append(RunFolder.open(run_dir))
     text = leaderboard_markdown("mher", folders)
-    assert r"| baselines | levenshtein | 55.0 \[50.0, 70.0\] (Wilson, n=316) |" in text
+    # a run of one system is named by the run; its system still matches the paper's model
+    assert r"| baselines | 55.0 \[50.0, 70.0\] (Wilson, n=316) |" in text
     assert "Table 2, accuracy, name-only" in text
-    assert "| Unicode Levenshtein | 53.16% | baselines: levenshtein |" in text
+    assert "| Unicode Levenshtein | 53.16% | baselines |" in text
     assert "| Exact normalized match | 48.42% |  |" in text
     assert "Gemini Embedding 2 | 64.87%" in text and "76.85" not in text   # the Context row is another cell
+
+
+def test_a_run_of_several_systems_has_a_row_per_system_named_by_its_label(tmp_path):
+    from histbench.core.runfolder import Metric, RunSummary, write_run_folder
+    from histbench.eval.compare import leaderboard_markdown
+
+    folders = []
+    for label, systems in (("baselines", ("exact", "levenshtein")), ("reference: lexical", ("lexical",))):
+        run_dir = tmp_path / label.replace(":", "").replace(" ", "-")
+        run_dir.mkdir()
+        metrics = [Metric(f"{s}/acc", "accuracy", 0.5 + k / 10, "proportion", n=10, headline=True, system=s,
+                          label="accuracy") for k, s in enumerate(systems)]
+        write_run_folder(run_dir, RunSummary("mher", label, None, metrics, [], labels={"system": {
+            "exact": "Exact match", "levenshtein": "Unicode Levenshtein", "lexical": "lexical logistic"}}))
+        folders.append(RunFolder.open(run_dir))
+    lines = leaderboard_markdown("mher", folders).splitlines()
+    assert lines[:2] == ["| run | system | accuracy |", "| --- | --- | ---: |"]
+    assert lines[2:5] == ["| baselines | Exact match | 50.0 (n=10) |", "| baselines | Unicode Levenshtein | 60.0 (n=10) |",
+                          "| reference: lexical |  | 50.0 (n=10) |"]
