@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from selenium.webdriver.common.by import By
 
 from histbench.cli import _per_benchmark, main
@@ -169,3 +171,15 @@ def test_a_run_of_several_systems_has_a_row_per_system_named_by_its_label(tmp_pa
     assert lines[:2] == ["| run | system | accuracy |", "| --- | --- | ---: |"]
     assert lines[2:5] == ["| baselines | Exact match | 50.0 (n=10) |", "| baselines | Unicode Levenshtein | 60.0 (n=10) |",
                           "| reference: lexical |  | 50.0 (n=10) |"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(codec="utf-8"), max_size=60))
+def test_no_text_can_close_the_comparisons_data_block(text):
+    """Whatever a label or answer holds, the page's JSON block has no '<' (so no
+    '</script>') and no raw U+2028/U+2029, and reads back as the same text."""
+    from histbench.eval.compare import _script_json
+
+    out = _script_json({"label": text, "rows": [{"parsed": text}]})
+    assert "<" not in out and "\u2028" not in out and "\u2029" not in out
+    assert json.loads(out) == {"label": text, "rows": [{"parsed": text}]}
