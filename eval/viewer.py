@@ -14,9 +14,10 @@ and one chunk, not a multi-megabyte table. URL parameters after `#` (config, gro
 outcome, q, item, page) select what is shown, so a report can link to the items behind one
 of its table cells (`items_url`).
 
-Each benchmark provides its items through one method of the evaluator interface,
-`BenchmarkEvaluator.view_items(run_dir) -> ViewerRun` (eval/plugin.py), implemented in
-eval/<benchmark>/viewer.py; this module only writes what it is given. An item is a dict:
+The items are the run folder's items.jsonl (histbench.core.runfolder), which each
+benchmark's eval/<benchmark>/run_summary.py writes when a run finishes;
+`BenchmarkEvaluator.view_items(run_dir) -> ViewerRun` (eval/plugin.py) reads them for every
+benchmark alike, and this module only writes what it is given. An item is a dict:
 
     id, config, group, system (None when the run holds one model), outcome (OUTCOMES),
     score (number or None), score_label, messages ([{role, content}]: the prompt as sent)
