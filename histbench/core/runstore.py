@@ -61,7 +61,6 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +70,7 @@ from histbench.core.locks import file_lock
 from histbench.core.paths import inside
 from histbench.core.progress import log, progress
 from histbench.core.readers import read_json_object
+from histbench.core.runfolder import utc_now
 from histbench.core.runfolder import validate as validate_run_file
 from histbench.core.secrets import scrub_text
 
@@ -79,18 +79,17 @@ from .backends.base import Backend, Request, RequestFailed, Result, request_from
 RECORDS_NAME = "records.jsonl"
 
 
-def validate_record(record: dict, where: Path, key: str) -> None:
-    """A record about to be written matches schemas/runfolder-records.json (an error names
-    the key and field: a record that breaks it is a bug, and is never written)."""
-    validate_run_file("record", json.loads(json.dumps(record, default=_json_default)), where, row=key)
+def record_line(record: dict, where: Path, key: str) -> str:
+    """A record about to be written as its JSON line, checked against
+    schemas/runfolder-records.json first (an error names the key and field: a record that
+    breaks it is a bug, and is never written)."""
+    line = json.dumps(record, ensure_ascii=False, default=_json_default)
+    validate_run_file("record", json.loads(line), where, row=key)
+    return line
 
 RUN_NAME = "run.json"
 LOCK_NAME = ".lock"
 FSYNC_EVERY_S = 2.0
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -582,8 +581,7 @@ class RunStore:
                                 session_open = True
                         key = todo_keys[index]
                         stored = self._stored(key, todo[key], result, started, parse)
-                        validate_record(stored, self.records_path, key)   # the run format's record schema
-                        handle.write(scrub_text(json.dumps(stored, ensure_ascii=False, default=_json_default)) + "\n")
+                        handle.write(scrub_text(record_line(stored, self.records_path, key)) + "\n")
                         handle.flush()
                         appended += 1
                         if time.monotonic() - last_sync > FSYNC_EVERY_S:
