@@ -21,6 +21,7 @@ textContent, so an answer or label is shown as text and never run.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from histbench.core.markdown import escape_cell, escape_markdown, markdown_table
 from histbench.core.pages import csp_meta, escape
 from histbench.core.runfolder import RunFolder, format_metric
 from histbench.core.secrets import scrub_text
+from histbench.eval.viewer import INLINE_SCRIPT, check_page_folder, script_json
 
 COMPARE_MARKER = "histbench run comparison"
 
@@ -45,7 +47,7 @@ class Column:
 
 def _columns(folder: RunFolder) -> list[Column]:
     systems = list(dict.fromkeys(item.get("system") for item in folder.items if item.get("system") is not None))
-    names = (folder.run.get("viewer") or {}).get("labels", {}).get("system", {})
+    names = folder.system_labels
     if not systems:
         return [Column(folder.label, None, folder.label)]
     return [Column(folder.label, s, f"{folder.label}: {names.get(s, s)}" if len(systems) > 1 or s != folder.label
@@ -158,34 +160,21 @@ td.absent { color: #8c959f; } tr.hidden { display: none; } #counts { color: #576
 """
 
 
-def _script_json(value) -> str:
-    return (json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
-            .replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
 def write_comparison(folders: Sequence[RunFolder], out: Path, benchmark: str) -> Path:
     """Write the side-by-side item view of `folders` into the folder `out` (replaced as a
     whole, only when it is a comparison written before or new); returns index.html's path."""
-    import re
-
-    from histbench.core.errors import UsageError
-
     out = Path(out)
-    page = out / "index.html"
-    if out.exists() and any(out.iterdir()) and not (
-            page.is_file() and COMPARE_MARKER in page.read_text(encoding="utf-8", errors="replace")[:300]):
-        raise UsageError("this folder exists and holds no histbench run comparison; choose a new folder", file=out)
+    check_page_folder(out, COMPARE_MARKER, "histbench run comparison", "comparison")
     columns, rows = comparison_rows(folders)
     disagree = sum(row["disagree"] for row in rows)
     data = {"title": f"{benchmark}: {len(folders)} runs side by side", "columns": [c.label for c in columns],
             "rows": rows, "disagree": disagree}
-    script = re.search(r"<script>(\n.*?)</script>", _PAGE, re.DOTALL).group(1)
-    values = {"MARKER": COMPARE_MARKER, "CSP": csp_meta([script]), "TITLE": escape(data["title"]),
-              "DATA": _script_json(data)}
+    values = {"MARKER": COMPARE_MARKER, "CSP": csp_meta(INLINE_SCRIPT.findall(_PAGE)), "TITLE": escape(data["title"]),
+              "DATA": script_json(data)}
     html = re.sub(r"__(MARKER|CSP|TITLE|DATA)__", lambda m: values[m.group(1)], _PAGE)
     with atomic_directory(out) as tmp:
         (tmp / "index.html").write_text(scrub_text(html), encoding="utf-8")
-    return page
+    return out / "index.html"
 
 
 # --------------------------------------------------------------------------- the leaderboard
@@ -222,10 +211,6 @@ def _paper_rows(benchmark: str, metric: Mapping, run_models: Mapping[str, Sequen
     return out
 
 
-def _system_names(folder: RunFolder) -> dict[str, str]:
-    return (folder.run.get("viewer") or {}).get("labels", {}).get("system", {})
-
-
 def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
     """The leaderboard of several runs (module docstring), as Markdown."""
     columns: list[str] = []
@@ -243,7 +228,7 @@ def leaderboard_markdown(benchmark: str, folders: Sequence[RunFolder]) -> str:
                 columns.append(heading)
                 references.setdefault(heading, metric)
             system = metric.get("system")
-            shown = _system_names(folder).get(system, system) if system and not single else None
+            shown = folder.system_labels.get(system, system) if system and not single else None
             rows.setdefault((folder.label, shown), {})[heading] = format_metric(metric)
             names = [system] if system else [folder.run.get("model") or folder.run.get("baseline") or folder.label]
             run_models[f"{folder.label}: {shown}" if shown else folder.label] = [n for n in names if n]

@@ -144,20 +144,26 @@ def _dumps(value: Any) -> str:
     return json.dumps(_json_value(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=str)
 
 
-def _script_json(value: Any) -> str:
+def script_json(value: Any) -> str:
     """JSON safe inside a <script> element (no '</script>' can close it early)."""
     return _dumps(value).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def check_viewer_folder(out: Path) -> None:
+    check_page_folder(out, MARKER, "histbench viewer", "viewer")
+
+
+def check_page_folder(out: Path, marker: str, what: str, short: str) -> None:
+    """A folder a page is about to replace as a whole is new, empty, or a page of that kind
+    (its index.html holds `marker`): anything else in it is never replaced."""
     out = Path(out)
     if not out.exists():
         return
     if not out.is_dir():
-        raise UsageError("the viewer folder is a file", file=out, field="--out")
+        raise UsageError(f"the {short} folder is a file", file=out, field="--out")
     page = out / "index.html"
-    if any(out.iterdir()) and not (page.is_file() and MARKER in page.read_text(encoding="utf-8", errors="replace")[:2000]):
-        raise UsageError("this folder exists and holds no histbench viewer; the viewer replaces its whole folder, "
+    if any(out.iterdir()) and not (page.is_file() and marker in page.read_text(encoding="utf-8", errors="replace")[:2000]):
+        raise UsageError(f"this folder exists and holds no {what}; the {short} replaces its whole folder, "
                          "so choose a new or empty --out folder", file=out, field="--out")
 
 
@@ -196,17 +202,17 @@ def write_viewer(run: ViewerRun, out: Path, *, chunk_size: int = CHUNK_SIZE) -> 
             for item in run.items:
                 handle.write(scrub_text(json.dumps(_json_value(item), ensure_ascii=False, default=str)) + "\n")
         _write(tmp / "items" / "index.js",
-               f"window.histbenchViewer.index({_script_json(index_rows)}, {_script_json([i['id'] for i in run.items])});\n")
+               f"window.histbenchViewer.index({script_json(index_rows)}, {script_json([i['id'] for i in run.items])});\n")
         for n in range(n_chunks):
             chunk = run.items[n * chunk_size:(n + 1) * chunk_size]
-            _write(tmp / "items" / f"chunk-{n:04d}.js", f"window.histbenchViewer.chunk({n}, {_script_json(chunk)});\n")
+            _write(tmp / "items" / f"chunk-{n:04d}.js", f"window.histbenchViewer.chunk({n}, {script_json(chunk)});\n")
             texts = [search_text(item) for item in chunk]
-            _write(tmp / "items" / f"search-{n:04d}.js", f"window.histbenchViewer.search({n}, {_script_json(texts)});\n")
+            _write(tmp / "items" / f"search-{n:04d}.js", f"window.histbenchViewer.search({n}, {script_json(texts)});\n")
     return out / "index.html"
 
 
 PLACEHOLDERS = re.compile(r"__(TITLE|META|CSP)__")
-_INLINE_SCRIPT = re.compile(r"<script>(\n.*?)</script>", re.DOTALL)   # the page's own script: "<script>" then a line break
+INLINE_SCRIPT = re.compile(r"<script>(\n.*?)</script>", re.DOTALL)   # the page's own script: "<script>" then a line break
 
 
 def render_page(meta: Mapping) -> str:
@@ -215,8 +221,8 @@ def render_page(meta: Mapping) -> str:
     the data a JSON block (no '<' inside it), and a Content-Security-Policy that allows only
     the template's own script (by its hash) and the item files it loads."""
     template = files("histbench.eval").joinpath("viewer_page.html").read_text(encoding="utf-8")
-    scripts = _INLINE_SCRIPT.findall(template)
-    values = {"TITLE": _html_escape(meta["title"]), "META": _script_json(meta), "CSP": csp_meta(scripts)}
+    scripts = INLINE_SCRIPT.findall(template)
+    values = {"TITLE": _html_escape(meta["title"]), "META": script_json(meta), "CSP": csp_meta(scripts)}
     page = PLACEHOLDERS.sub(lambda m: values[m.group(1)], template)
     return page.replace("<!-- histbench per-item viewer.", f"<!-- {MARKER}.", 1)
 

@@ -178,8 +178,8 @@ def test_a_run_of_several_systems_has_a_row_per_system_named_by_its_label(tmp_pa
 def test_no_text_can_close_the_comparisons_data_block(text):
     """Whatever a label or answer holds, the page's JSON block has no '<' (so no
     '</script>') and no raw U+2028/U+2029, and reads back as the same text."""
-    from histbench.eval.compare import _script_json
+    from histbench.eval.compare import script_json
 
-    out = _script_json({"label": text, "rows": [{"parsed": text}]})
+    out = script_json({"label": text, "rows": [{"parsed": text}]})
     assert "<" not in out and "\u2028" not in out and "\u2029" not in out
     assert json.loads(out) == {"label": text, "rows": [{"parsed": text}]}
