@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import re
 from abc import ABC
 from importlib.util import find_spec
@@ -92,14 +91,9 @@ class BenchmarkEvaluator(ABC):
     def is_run_folder(self, run_dir: Path) -> bool:
         """Whether `run_dir` is a run folder of this benchmark (`histbench view` finds the
         benchmark of a folder by asking every evaluator)."""
-        from histbench.core.runfolder import RUN_FILE, is_run_folder
+        from histbench.core.runfolder import read_run_manifest
 
-        if not is_run_folder(run_dir):
-            return False
-        try:
-            return json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8")).get("benchmark") == self.name
-        except (OSError, ValueError):
-            return False
+        return (read_run_manifest(run_dir) or {}).get("benchmark") == self.name
 
     def view_items(self, run_dir: Path) -> ViewerRun:
         """Every item of a run folder for the per-item viewer (histbench.eval.viewer): its
@@ -121,7 +115,7 @@ class BenchmarkEvaluator(ABC):
         from histbench.eval.report import Headline
 
         folder = self.open_run(run_dir)
-        systems = (folder.run.get("viewer") or {}).get("labels", {}).get("system", {})
+        systems = folder.system_labels
         out = []
         for metric in folder.metrics:
             if metric.get("headline"):

@@ -22,11 +22,10 @@ is the report's (`histbench report chronoculture`).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from histbench.core.errors import EvalError
-from histbench.core.runfolder import Metric, RunSummary
+from histbench.core.runfolder import Metric, RunSummary, finite, finite_interval
 from histbench.eval import stats
 
 from .data import PREDICTIONS_NAME, RUN_INFO_NAME
@@ -123,21 +122,18 @@ def _method(method: str) -> str:
     return f"{method} {level} over temporal pairs, {RESAMPLES:,} resamples (seed {SEED})"
 
 
-def _finite(value) -> float | None:
-    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def cell_metric(key: str, cell) -> Metric:
     """The Metric of one analysis cell (analysis.Cell)."""
     name, unit, better = describe(key)
-    low, high = _finite(cell.low), _finite(cell.high)
-    interval = (low, high) if low is not None and high is not None else None
+    interval = finite_interval(cell.low, cell.high)
     bootstrap = cell.method != stats.WILSON
     note = None
-    if interval is not None and low == high and not (bootstrap and cell.constant):
+    if interval is not None and interval[0] == interval[1] and not (bootstrap and cell.constant):
         note = ("95% of the bootstrap resamples gave this value, not every one" if bootstrap
                 else "a zero-width Wilson interval")
-    return Metric(id=key, metric=name, estimate=_finite(cell.estimate), unit=unit, interval=interval,
+    return Metric(id=key, metric=name, estimate=finite(cell.estimate), unit=unit, interval=interval,
                   method=_method(cell.method) if interval is not None else None, n=int(cell.n),
                   higher_is_better=better, headline=key == HEADLINE,
                   label=HEADLINE_LABEL if key == HEADLINE else None, note=note,
@@ -147,12 +143,11 @@ def cell_metric(key: str, cell) -> Metric:
 
 def _share_metric(id_: str, name: str, share: dict, better: bool | None) -> Metric:
     """A Wilson share as analysis.modal_analysis records it ({estimate, low, high, n, method})."""
-    low, high = _finite(share.get("low")), _finite(share.get("high"))
-    interval = (low, high) if low is not None and high is not None else None
-    return Metric(id=id_, metric=name, estimate=_finite(share.get("estimate")), unit="proportion", interval=interval,
+    interval = finite_interval(share.get("low"), share.get("high"))
+    return Metric(id=id_, metric=name, estimate=finite(share.get("estimate")), unit="proportion", interval=interval,
                   method=_method(share.get("method") or stats.WILSON) if interval is not None else None,
                   n=share.get("n"), higher_is_better=better,
-                  note="a zero-width Wilson interval" if interval is not None and low == high else None)
+                  note="a zero-width Wilson interval" if interval is not None and interval[0] == interval[1] else None)
 
 
 def modal_metrics(modal: dict | None) -> list[Metric]:
@@ -181,7 +176,7 @@ def likelihood_metrics(summary: dict | None) -> list[Metric]:
         for key, how in (("accuracy", "summed log-likelihood"), ("accuracy_norm", "log-likelihood per character")):
             out.append(Metric(id=f"modal_likelihood.{scope}.{key}",
                               metric=f"modal-answer accuracy (likeliest option by {how}), {where}",
-                              estimate=_finite(entry.get(key)), unit="proportion", n=entry.get("prompts"),
+                              estimate=finite(entry.get(key)), unit="proportion", n=entry.get("prompts"),
                               higher_is_better=True))
     return out
 

@@ -28,14 +28,13 @@ replaces it (so converting loses nothing).
 
 from __future__ import annotations
 
-import math
 import shutil
 from pathlib import Path
 
 from histbench.builders.chronologic.taxonomy import GROUP_LABELS, TYPE_LABELS
 from histbench.core.errors import EvalError
 from histbench.core.readers import read_json_object
-from histbench.core.runfolder import Metric, RunSummary
+from histbench.core.runfolder import Metric, RunSummary, finite, finite_interval
 
 from .files import OLD_NAME, OWN_NAME, own_path
 from .viewer import GROUP_NAMES, OPTION_COLUMNS, generation_items, likelihood_items
@@ -112,19 +111,14 @@ def _common(run_dir: Path, results: dict, metrics: list[Metric], items: list[dic
 def _interval_fields(cell: dict, method: str) -> dict:
     """interval, method and constant (or the note a zero-width interval needs) of a cell
     {low, high[, constant]}."""
-    low, high = cell.get("low"), cell.get("high")
-    if not _finite(low) or not _finite(high):
+    interval = finite_interval(cell.get("low"), cell.get("high"))
+    if interval is None:
         return {"interval": None, "method": None, "constant": None, "note": None}
-    out = {"interval": (float(low), float(high)), "method": method, "constant": True if cell.get("constant") else None,
-           "note": None}
-    if low == high and not cell.get("constant"):
+    out = {"interval": interval, "method": method, "constant": True if cell.get("constant") else None, "note": None}
+    if interval[0] == interval[1] and not cell.get("constant"):
         out["note"] = ("the 95% interval has no width: at least 95% of the resamples gave this value, "
                        "though not every one")
     return out
-
-
-def _finite(value) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def likelihood_metrics(results: dict) -> list[Metric]:
@@ -138,7 +132,7 @@ def likelihood_metrics(results: dict) -> list[Metric]:
             if name in TABLE3:
                 estimate = cell.get("median")
                 quoted = "bootstrap median, as Table 3 quotes it"
-                if _finite(cell.get("estimate")):
+                if finite(cell.get("estimate")) is not None:
                     quoted += f"; the full-sample value is {cell['estimate']:.6g}"
                 note = quoted + (f"; {note}" if note else "")
             else:

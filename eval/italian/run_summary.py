@@ -10,13 +10,12 @@ items/ to italian-items/, so converting it (`histbench convert-run`) keeps every
 
 from __future__ import annotations
 
-import math
 import shutil
 from pathlib import Path
 
 from histbench.core.errors import EvalError
 from histbench.core.readers import read_json_object
-from histbench.core.runfolder import Metric, RunSummary
+from histbench.core.runfolder import Metric, RunSummary, finite, interval_metric
 
 from .run import LEGACY_ITEMS, LEGACY_RESULTS, OWN_ITEMS, OWN_RESULTS
 from .tasks import MCQ_TASKS, NER_TASKS
@@ -48,15 +47,6 @@ def _adopt_legacy(run_dir: Path) -> None:
         (run_dir / LEGACY_ITEMS).rename(run_dir / OWN_ITEMS)
 
 
-def _number(value) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-
-
-def _interval(low, high) -> tuple[float, float] | None:
-    low, high = _number(low), _number(high)
-    return None if low is None or high is None else (low, high)
-
-
 def task_metrics(task: str, m: dict) -> list[Metric]:
     """The metrics of one task as the report's tables show them (tasks.score_task and
     metrics.ner_scores computed them; nothing is recomputed here)."""
@@ -66,27 +56,26 @@ def task_metrics(task: str, m: dict) -> list[Metric]:
         for mode in ("strict", "fuzzy"):
             scores = m.get(mode) or {}
             for measure in ("f1", "precision", "recall"):
-                interval = _interval(*(scores.get(f"{measure}_ci") or [None, None])[:2])
-                out.append(Metric(f"{task}/{mode}_{measure}", f"{mode} macro {measure.upper() if measure == 'f1' else measure}",
-                                  _number(scores.get(measure)), "proportion", interval,
-                                  "percentile bootstrap" if interval else None, m.get("letters"), True,
-                                  headline=(mode, measure) == ("strict", "f1"), config=task,
-                                  label=f"{name}: {mode} F1" if measure == "f1" else None,
-                                  constant=True if scores.get(f"{measure}_ci_constant") else None))
+                low, high = (scores.get(f"{measure}_ci") or [None, None])[:2]
+                out.append(interval_metric(
+                    f"{task}/{mode}_{measure}", f"{mode} macro {measure.upper() if measure == 'f1' else measure}",
+                    scores.get(measure), low, high, "percentile bootstrap", unit="proportion", n=m.get("letters"),
+                    constant=scores.get(f"{measure}_ci_constant"), higher_is_better=True,
+                    headline=(mode, measure) == ("strict", "f1"), config=task,
+                    label=f"{name}: {mode} F1" if measure == "f1" else None))
         return out
     key = "mean_spearman" if task == "chrono_ranking" else "accuracy"
-    interval = _interval(m.get("ci_low"), m.get("ci_high"))
     unit = "points" if key == "mean_spearman" else "proportion"
     words = "mean Spearman" if key == "mean_spearman" else "accuracy"
-    out.append(Metric(f"{task}/{key}", words, _number(m.get(key)), unit, interval,
-                      (m.get("ci_method") or "percentile bootstrap") if interval else None, m.get("n"), True,
-                      headline=True, config=task, label=f"{name}: {words}",
-                      constant=True if m.get("ci_constant") else None))
+    out.append(interval_metric(f"{task}/{key}", words, m.get(key), m.get("ci_low"), m.get("ci_high"),
+                               m.get("ci_method") or "percentile bootstrap", unit=unit, n=m.get("n"),
+                               constant=m.get("ci_constant"), higher_is_better=True, headline=True, config=task,
+                               label=f"{name}: {words}"))
     if f"{key}_norm" in m:
-        out.append(Metric(f"{task}/{key}_norm", f"{words} (likeliest per character)", _number(m[f"{key}_norm"]), unit,
+        out.append(Metric(f"{task}/{key}_norm", f"{words} (likeliest per character)", finite(m[f"{key}_norm"]), unit,
                           n=m.get("n"), higher_is_better=True, config=task))
     for genre, value in (m.get("by_genre") or {}).items():
-        out.append(Metric(f"{task}/{key}/{genre}", f"{words}, {genre}", _number(value), unit, higher_is_better=True,
+        out.append(Metric(f"{task}/{key}/{genre}", f"{words}, {genre}", finite(value), unit, higher_is_better=True,
                           config=task, label=f"{name}: {words}, {genre}"))
     return out
 

@@ -27,17 +27,16 @@ cell with a note; its paired analysis is left out (the report refuses a partial 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from histbench.core.errors import EvalError
-from histbench.core.runfolder import Metric, RunSummary
+from histbench.core.runfolder import Metric, RunSummary, finite, finite_interval
+from histbench.eval.stats import WILSON
 
 from . import metrics as M
 from .data import PREDICTIONS_FILE, RUN_FILE, Bench, Run, align, load_bench, read_run
 from .viewer import CONDITION_LABELS, run_items
 
-WILSON = "Wilson"
 ANALYSIS = {"resamples": M.DEFAULT_BOOTSTRAP, "seed": 0, "thinning": 2000,
             "cluster_estimator": M.DEFAULT_CLUSTER_ESTIMATOR}
 
@@ -91,18 +90,6 @@ def run_bench(run: Run, dataset: str | None = None, revision: str | None = None)
                         f"({str(bench.identity.get('data_sha256'))[:12]})", file=run.path / RUN_FILE,
                         field="dataset.data_sha256")
     return bench
-
-
-def _number(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _interval(low, high) -> tuple[float, float] | None:
-    low, high = _number(low), _number(high)
-    return None if low is None or high is None else (low, high)
 
 
 def cell_numbers(run: Run, bench: Bench) -> tuple[dict, dict]:
@@ -160,9 +147,9 @@ def cell_metrics(numbers: dict, partial: dict, kind: str = "model") -> list[Metr
                     if key not in cell:
                         continue
                     top = key == "accuracy" and condition == headline and split == "test"
-                    interval = _interval(cell["accuracy_low"], cell["accuracy_high"]) if key == "accuracy" else None
+                    interval = finite_interval(cell["accuracy_low"], cell["accuracy_high"]) if key == "accuracy" else None
                     out.append(Metric(
-                        f"{system}/{condition}/{split}/{key}", name, _number(cell[key]), unit,
+                        f"{system}/{condition}/{split}/{key}", name, finite(cell[key]), unit,
                         interval=interval, method=WILSON if interval else None, n=cell["n"], higher_is_better=higher,
                         headline=top, system=system, config=condition,
                         label=f"accuracy, {CONDITION_LABELS.get(condition, condition)} TEST" if top else None,
@@ -194,20 +181,20 @@ def analysis_metrics(run: Run, bench: Bench) -> list[Metric]:
         base = f"{system}/paired/test"
         name_only = result.get("paired", {}).get("name_only")
         if name_only:
-            out.append(Metric(f"{base}/name_only/accuracy", "accuracy", _number(name_only["accuracy"]), "proportion",
-                              interval=_interval(name_only["accuracy_low"], name_only["accuracy_high"]),
+            out.append(Metric(f"{base}/name_only/accuracy", "accuracy", finite(name_only["accuracy"]), "proportion",
+                              interval=finite_interval(name_only["accuracy_low"], name_only["accuracy_high"]),
                               method=WILSON, n=name_only["n"], higher_is_better=True, system=system,
                               config="name_only", note="Name-only on the paired subset (Table 4)"))
         for key, diff in result.get("bootstrap_difference", {}).items():
             before = key.split("-", 1)[1]
             out.append(Metric(
                 f"{base}/difference/{key}", f"accuracy difference, Source-grounded minus {names[before]}",
-                _number(diff["estimate"]), "proportion", interval=_interval(diff["low"], diff["high"]),
+                finite(diff["estimate"]), "proportion", interval=finite_interval(diff["low"], diff["high"]),
                 method=_bootstrap_method("paired item bootstrap", resamples), n=paired_n, higher_is_better=None,
                 system=system, config="source_grounded", constant=bool(diff.get("constant"))))
         for before, t in result.get("transitions", {}).items():
             out.append(Metric(f"{base}/mcnemar/{before}", f"exact McNemar p, Source-grounded vs {names[before]}",
-                              _number(t["mcnemar_p"]), "points", n=paired_n, system=system, config="source_grounded",
+                              finite(t["mcnemar_p"]), "points", n=paired_n, system=system, config="source_grounded",
                               note="two-sided, not adjusted (the report adds Bonferroni over its family)"))
             for arrow in ("W->C", "C->W", "C->C", "W->W"):
                 out.append(Metric(f"{base}/transitions/{before}/{arrow}",
@@ -218,32 +205,32 @@ def analysis_metrics(run: Run, bench: Bench) -> list[Metric]:
             gain = f"{base}/entity_robustness"
             cb, th, loo = rob.get("cluster_bootstrap"), rob["thinning"], rob["leave_one_entity_out"]
             out.append(Metric(f"{gain}/pair_gain", "pair gain (Source-grounded minus Name-only)",
-                              _number(rob["pair_gain"]), "proportion", n=paired_n, system=system,
+                              finite(rob["pair_gain"]), "proportion", n=paired_n, system=system,
                               config="source_grounded"))
             if cb:
                 out.append(Metric(
-                    f"{gain}/cluster_bootstrap", "cluster bootstrap mean gain", _number(cb["bootstrap_mean"]),
-                    "proportion", interval=_interval(cb["low"], cb["high"]),
+                    f"{gain}/cluster_bootstrap", "cluster bootstrap mean gain", finite(cb["bootstrap_mean"]),
+                    "proportion", interval=finite_interval(cb["low"], cb["high"]),
                     method=_bootstrap_method(f"entity-cluster bootstrap ({cb['estimator']})", resamples),
                     n=cb["entities"], system=system, config="source_grounded", constant=bool(cb.get("constant")),
                     note=f"n: canonical persons resampled ({rob['repeated_entities']} in more than one item)"))
             out.append(Metric(
-                f"{gain}/one_pair_per_entity", "one-pair-per-entity mean gain", _number(th["mean"]), "proportion",
-                interval=_interval(th["low"], th["high"]),
+                f"{gain}/one_pair_per_entity", "one-pair-per-entity mean gain", finite(th["mean"]), "proportion",
+                interval=finite_interval(th["low"], th["high"]),
                 method=f"one-pair-per-entity thinning, percentile 95%, {th.get('repetitions', 0):,} repetitions",
                 n=paired_n, system=system, config="source_grounded", constant=bool(th.get("constant"))))
             for end in ("min", "max"):
                 out.append(Metric(f"{gain}/leave_one_entity_out/{end}", f"leave-one-entity-out gain, {end}imum",
-                                  _number(loo[end]), "proportion", n=paired_n, system=system,
+                                  finite(loo[end]), "proportion", n=paired_n, system=system,
                                   config="source_grounded"))
         prominence = result.get("prominence")
         if prominence:
             out.append(Metric(f"{system}/name_only/test/prominence/rho",
                               "Spearman ρ, prominence vs Name-only accuracy (entity-macro)",
-                              _number(prominence["rho"]), "points", n=prominence["entities"], system=system,
+                              finite(prominence["rho"]), "points", n=prominence["entities"], system=system,
                               config="name_only"))
             out.append(Metric(f"{system}/name_only/test/prominence/p", "Spearman p, prominence",
-                              _number(prominence["p"]), "points", n=prominence["entities"], system=system,
+                              finite(prominence["p"]), "points", n=prominence["entities"], system=system,
                               config="name_only", note="not adjusted (the report adds Bonferroni over its family)"))
     return out
 

@@ -38,6 +38,7 @@ Decisions:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import platform
@@ -50,7 +51,7 @@ from typing import Any
 
 from histbench.core.atomic import write_text_atomic
 from histbench.core.errors import EvalError
-from histbench.core.readers import iter_jsonl_objects, read_json_object
+from histbench.core.readers import iter_jsonl_objects, read_json_object, read_text_utf8
 from histbench.core.secrets import scrub_text
 
 RUN_FORMAT = 1
@@ -284,11 +285,12 @@ def convert_hint(run_dir: Path) -> str:
 
 def is_run_folder(run_dir: Path) -> bool:
     """Whether `run_dir` holds a run.json of this format (any benchmark)."""
-    return _format_of(Path(run_dir)) is not None
+    return read_run_manifest(run_dir) is not None
 
 
-def _format_of(run_dir: Path) -> dict | None:
-    path = run_dir / RUN_FILE
+def read_run_manifest(run_dir: Path) -> dict | None:
+    """The run.json of a folder in the run format (unchecked), or None when it has none."""
+    path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         return None
     try:
@@ -296,6 +298,11 @@ def _format_of(run_dir: Path) -> dict | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return run if isinstance(run, dict) and "run_format" in run else None
+
+
+#: the sha256 digests of items.jsonl texts this process has checked against the item schema
+#: (insertion-ordered; the oldest forgotten beyond 64)
+_CHECKED_ITEMS: dict[bytes, None] = {}
 
 
 @dataclass
@@ -319,6 +326,11 @@ class RunFolder:
     def metrics(self) -> list[dict]:
         return self.results["metrics"]
 
+    @property
+    def system_labels(self) -> dict[str, str]:
+        """{system: how the run names it} (the viewer's labels of the system facet)."""
+        return (self.run.get("viewer") or {}).get("labels", {}).get("system", {})
+
     def extra(self, name: str) -> Path:
         """The path of an extra file run.json names (a name it does not list is an error)."""
         from histbench.core.paths import inside
@@ -335,7 +347,7 @@ class RunFolder:
         run_dir = Path(run_dir)
         if not run_dir.is_dir():
             raise EvalError("no such run folder", file=run_dir)
-        run = _format_of(run_dir)
+        run = read_run_manifest(run_dir)
         if run is None:
             raise OldRunFolder(f"not a run folder of this histbench (no run.json with run_format {RUN_FORMAT}); if an "
                                f"earlier histbench wrote it, {convert_hint(run_dir)}", file=run_dir)
@@ -347,11 +359,19 @@ class RunFolder:
             raise EvalError(f"a run of {run['benchmark']}, not of {benchmark}", file=run_dir / RUN_FILE)
         results = read_json_object(run_dir / RESULTS_FILE, error=EvalError)
         validate("results", results, run_dir / RESULTS_FILE)
-        items = []
         path = run_dir / ITEMS_FILE
-        for number, item in iter_jsonl_objects(path, error=EvalError):
-            validate("item", item, path, row=number)
+        text = read_text_utf8(path, error=EvalError)
+        # One report opens a run several times (viewer, headlines, leaderboard, its own tables):
+        # items whose very text was checked already are not checked again (about 0.15 ms an item)
+        digest = hashlib.sha256(text.encode("utf-8")).digest()
+        items = []
+        for number, item in iter_jsonl_objects(path, text=text, error=EvalError):
+            if digest not in _CHECKED_ITEMS:
+                validate("item", item, path, row=number)
             items.append(item)
+        _CHECKED_ITEMS[digest] = None
+        while len(_CHECKED_ITEMS) > 64:
+            del _CHECKED_ITEMS[next(iter(_CHECKED_ITEMS))]
         return cls(run_dir, run, results, items)
 
 
@@ -379,16 +399,28 @@ def format_metric(metric: Mapping, digits: int | None = None) -> str:
     return text or ("n/a" + (f" (n={metric['n']:,})" if metric.get("n") is not None else ""))
 
 
+def finite(value: Any) -> float | None:
+    """A number as a metric holds it: None for no value, NaN or an infinity (JSON has neither)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def finite_interval(low: Any, high: Any) -> tuple[float, float] | None:
+    """(low, high), or None when either end is undefined (see `finite`)."""
+    low, high = finite(low), finite(high)
+    return None if low is None or high is None else (low, high)
+
+
 def interval_metric(id: str, metric: str, estimate: Any, low: Any, high: Any, method: str | None, *, unit: str,
                     n: int | None = None, constant: bool | None = None, **more: Any) -> Metric:
     """A Metric from an estimate and interval as the benchmarks' code stores them (NaN for
     undefined): no interval when either end is undefined; a zero-width interval not known
     to be constant gets the note that 95% of the resamples gave that value."""
-    estimate, low, high = (None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-                           for v in (estimate, low, high))
-    interval = None if low is None or high is None else (low, high)
+    estimate, interval = finite(estimate), finite_interval(low, high)
     note = more.pop("note", None)
-    if interval is not None and low == high and not constant and note is None:
+    if interval is not None and interval[0] == interval[1] and not constant and note is None:
         note = "95% of the resamples gave this value; some differed"
     return Metric(id, metric, estimate, unit, interval, method if interval else None, n,
                   constant=True if constant else None, note=note, **more)

@@ -157,3 +157,19 @@ def test_ceiling_of_a_perfect_answer_and_why_it_is_below_one_3_2():
     result = ceiling([(text, gold)], ["PER", "LOC", "ORG", "WORK"])
     assert result["mapped_to_another_occurrence"] == 1 and result["gold_entities"] == 2
     assert result["strict_f1"] == pytest.approx((1.0 + 0.0) / 2)
+
+
+def test_a_zero_width_interval_that_is_not_constant_is_written_with_its_note(tmp_path):
+    """Run format (issue 43): a bootstrap interval of no width whose resamples were not all
+    equal says so in a note, rather than stopping the run's results from being written."""
+    from histbench.core.runfolder import RunFolder, RunSummary, write_run_folder
+    from histbench.eval.italian.run_summary import task_metrics
+
+    scores = {"f1": 0.5, "precision": 0.5, "recall": 0.5, "f1_ci": [0.5, 0.5], "precision_ci": [0.4, 0.6],
+              "recall_ci": [0.5, 0.5], "recall_ci_constant": True}
+    metrics = {m.id: m for m in task_metrics("ner_bellini", {"letters": 3, "strict": scores, "fuzzy": scores})}
+    f1, recall = metrics["ner_bellini/strict_f1"], metrics["ner_bellini/strict_recall"]
+    assert f1.interval == (0.5, 0.5) and f1.constant is None and "95% of the resamples" in f1.note
+    assert recall.constant is True and recall.note is None
+    write_run_folder(tmp_path, RunSummary("italian", "x", None, list(metrics.values()), []))
+    assert len(RunFolder.open(tmp_path).metrics) == 6   # strict and fuzzy: F1, precision, recall
