@@ -44,7 +44,7 @@ def summarise(run_dir: Path) -> RunSummary:
         raise EvalError(f"not a valence run folder: {RUN_MANIFEST} is missing", file=run_dir)
     run = RunFolder.open(run_dir)
     results = run_results(run_dir)
-    viewed = view_items(run_dir)
+    viewed = view_items(run_dir, results)   # scored once: the items show the same scores
     metrics = []
     for model, groups in results.metrics.items():
         for group, cell in groups.items():

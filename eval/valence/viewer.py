@@ -24,12 +24,11 @@ OPTION_COLUMNS = (("text", "filler"), ("probability", "probability"), ("kind", "
 GROUP_LABELS = {"EME": "EME", "neutral": "neutral", "ME": "ME"}
 
 
-def view_items(run_dir: Path) -> ViewerRun:
-    from .results import run_results
+def view_items(run_dir: Path, results) -> ViewerRun:
+    """The viewer's items of a run whose scores (results.run_results) are `results`."""
     from .runfolder import RunFolder
 
     run = RunFolder.open(run_dir)
-    results = run_results(run_dir)
     notes = []
     if results.info.get("not_scored"):
         notes.append(f"not scored yet: {results.info['not_scored']}")
